@@ -1,0 +1,131 @@
+"""What a rule is, and the context it runs in.
+
+A rule is a small class in its own module under ``synclint/rules/``: metadata (code, name, default,
+fix kind, trigger words) and a ``check`` method that queries the stream timeline model
+(:mod:`synclint.model`) through a :class:`RuleContext` and yields diagnostics. Modules in this package
+are discovered automatically (:mod:`synclint.rules.registry`), so adding a rule is adding one file
+(plus its page in ``rules/`` and its fixtures in ``fixtures/``).
+"""
+
+from __future__ import annotations
+
+import enum
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping
+
+import libcst as cst
+
+from synclint.diagnostics import Applicability, Diagnostic, Edit, Fix, Related, Span
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synclint.model import ModuleModel
+    from synclint.settings import AnalysisSettings
+
+
+class FixKind(str, enum.Enum):
+    """What the catalogue promises about a rule's fix (shown by ``synclint rules``)."""
+
+    NONE = "none"
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    SOMETIMES = "sometimes"  # safe where the intent is unambiguous (SYN501)
+
+
+class Rule:
+    """Base class of every rule. Subclasses set the class variables and implement ``check``."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    default_enabled: ClassVar[bool] = True
+    fix_kind: ClassVar[FixKind] = FixKind.NONE
+    #: Substrings of which a file must contain at least one for this rule to possibly fire. The text
+    #: prefilter skips parsing files that contain no rule's trigger; keep these honest (a differential
+    #: test checks that the prefilter never changes results).
+    triggers: ClassVar[tuple[str, ...]] = ()
+    #: Rules implemented by the lint pipeline itself (SYN001, SYN002) rather than by ``check``.
+    builtin: ClassVar[bool] = False
+
+    def check(self, ctx: "RuleContext") -> Iterable[Diagnostic]:  # pragma: no cover - interface
+        return ()
+
+
+class RuleContext:
+    """Everything a rule may ask about one file. Expensive parts are computed on first use."""
+
+    def __init__(
+        self,
+        path: str,
+        source: str,
+        module: cst.Module,
+        settings: "AnalysisSettings",
+    ) -> None:
+        self.path = path
+        self.source = source
+        self.module = module
+        self.settings = settings
+
+    @cached_property
+    def model(self) -> "ModuleModel":
+        from synclint.model import build_module_model
+
+        return build_module_model(self.module, self.settings)
+
+    @cached_property
+    def positions(self):
+        from synclint.positions import PositionIndex
+
+        return PositionIndex(self.module)
+
+    # -- helpers for rules ---------------------------------------------------------------------
+
+    def span(self, node: cst.CSTNode) -> Span:
+        return self.positions.span(node)
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.positions.span(node).start.line
+
+    def statement_lines(self, node: cst.CSTNode) -> tuple[int, int]:
+        """First and last line of the simple or compound-statement header that contains ``node``."""
+        return self.positions.statement_lines(node)
+
+    def code_for(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def diagnostic(
+        self,
+        rule: type[Rule] | Rule,
+        node: cst.CSTNode,
+        message: str,
+        related: Iterable[tuple[cst.CSTNode, str]] = (),
+        fix: Fix | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> Diagnostic:
+        first, last = self.statement_lines(node)
+        return Diagnostic(
+            code=rule.code,
+            message=message,
+            path=self.path,
+            span=self.span(node),
+            related=tuple(Related(self.span(n), m) for n, m in related),
+            fix=fix,
+            data=dict(data or {}),
+            noqa_line=first,
+            noqa_end_line=last,
+        )
+
+    def insert_before_statement(
+        self, node: cst.CSTNode, text: str, message: str, applicability: Applicability
+    ) -> Fix:
+        """A fix that inserts ``text`` as a new line before the statement holding ``node``,
+        with the statement's indentation."""
+        return self.positions.insert_before_statement(node, text, message, applicability)
+
+    def replace(self, node: cst.CSTNode, text: str, message: str, applicability: Applicability) -> Fix:
+        return Fix(message, applicability, (Edit(self.span(node), text),))
+
+
+def iter_rule_classes() -> Iterator[type[Rule]]:
+    from synclint.rules.registry import all_rules
+
+    yield from all_rules().values()
