@@ -1,0 +1,224 @@
+"""What is known about a tensor expression: is it a tensor, on which device, in pinned memory?
+
+The transfer rules need these facts and must not guess: ``model.to(device)`` is an in-place
+``nn.Module`` call while ``x.to(device)`` as a bare statement throws its result away; a
+``non_blocking=True`` copy from a ``pin_memory()`` buffer overlaps while one from a fresh
+``torch.tensor(...)`` does not. Facts come from how the value was made (factories with ``device=`` and
+``pin_memory=``, ``.to(...)``/``.cuda()``/``.cpu()``/``.pin_memory()``, ``x.device``, DataLoader
+``pin_memory=True``, ``torch.Tensor`` annotations), followed through assignments
+(:mod:`synclint.model.bindings`). Anything not understood is ``None``: unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from synclint.model.bindings import Bindings, Unknown
+from synclint.model.torchapi import ImportResolver, keyword, literal_bool, literal_string
+
+#: ``torch.<name>(...)`` calls that return a new tensor on the ``device=`` argument (default CPU).
+FACTORIES = frozenset(
+    "zeros ones empty full rand randn randint randperm arange linspace logspace eye tensor "
+    "as_tensor empty_strided".split()
+)
+#: ``torch.<name>(x, ...)`` factories that follow ``x``'s device unless ``device=`` says otherwise.
+LIKE_FACTORIES = frozenset("zeros_like ones_like empty_like full_like rand_like randn_like".split())
+#: Tensor methods whose result lives where the receiver lives (pinned-ness not kept unless a view).
+SAME_DEVICE_METHODS = frozenset(
+    "clone detach float half double bfloat16 int long bool contiguous abs exp log sum mean "
+    "softmax argmax max min reshape flatten squeeze unsqueeze permute t add mul sub div matmul".split()
+)
+VIEW_METHODS = frozenset("view view_as narrow select expand transpose unbind as_strided".split())
+#: ``torch.<name>(...)`` functions that return a tensor on their inputs' device.
+TORCH_OPS = frozenset("cat stack matmul add mul where argmax softmax sigmoid relu bmm mm".split())
+_PINNED_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+
+
+@dataclass(frozen=True)
+class TensorFacts:
+    device: str | None  # "cpu", "cuda" or None (unknown)
+    pinned: bool | None  # only meaningful for CPU tensors
+    how: str  # a few words saying why we believe it, for messages
+
+    def join(self, other: "TensorFacts") -> "TensorFacts":
+        return TensorFacts(
+            self.device if self.device == other.device else None,
+            self.pinned if self.pinned == other.pinned else None,
+            self.how if self.how == other.how else f"{self.how} or {other.how}",
+        )
+
+
+UNKNOWN_TENSOR = TensorFacts(None, None, "a tensor")
+
+
+def device_of_literal(node: cst.BaseExpression, names: ImportResolver) -> str | None:
+    """``"cuda:0"``, ``"cpu"``, ``torch.device("cpu")``, ``0`` (a CUDA index)."""
+    text = literal_string(node)
+    if text is None and isinstance(node, cst.Call) and names.qualname(node.func) == "torch.device":
+        if node.args:
+            text = literal_string(node.args[0].value)
+    if text is None and isinstance(node, cst.Integer):
+        return "cuda"
+    if text is None:
+        return None
+    kind = text.split(":")[0]
+    return kind if kind in {"cpu", "cuda"} else None
+
+
+class TensorFactsResolver:
+    def __init__(self, names: ImportResolver, bindings: Bindings) -> None:
+        self.names = names
+        self.bindings = bindings
+
+    def facts(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> TensorFacts | None:
+        """Facts about ``expr`` when it is known to be a tensor; None when it may not be one."""
+        if depth > 8:
+            return None
+        try:
+            leaves = self.bindings.origins(expr, at)
+        except Unknown:
+            return self._annotated(expr, at)
+        if not leaves:
+            return None
+        result: TensorFacts | None = None
+        for leaf in leaves:
+            one = self._leaf(leaf, at, depth)
+            if one is None:
+                return None
+            result = one if result is None else result.join(one)
+        return result
+
+    def device(self, expr: cst.BaseExpression, at: cst.CSTNode) -> str | None:
+        facts = self.facts(expr, at)
+        return facts.device if facts else None
+
+    def target_device(self, node: cst.BaseExpression, at: cst.CSTNode) -> str | None:
+        """The device a ``.to(...)`` target or ``device=`` argument names, if knowable."""
+        literal = device_of_literal(node, self.names)
+        if literal is not None:
+            return literal
+        if isinstance(node, cst.Attribute) and node.attr.value == "device":
+            return self.device(node.value, at)
+        try:
+            leaves = self.bindings.origins(node, at)
+        except Unknown:
+            return None
+        devices = set()
+        for leaf in leaves:
+            if isinstance(leaf, cst.Attribute) and leaf.attr.value == "device":
+                devices.add(self.device(leaf.value, at))
+            else:
+                devices.add(device_of_literal(leaf, self.names))
+        return devices.pop() if len(devices) == 1 else None
+
+    def _annotated(self, expr: cst.BaseExpression, at: cst.CSTNode) -> TensorFacts | None:
+        """A parameter annotated ``torch.Tensor`` / ``Tensor`` is a tensor on an unknown device."""
+        if not isinstance(expr, cst.Name):
+            return None
+        function, _ = self.bindings.enclosing(at)
+        if function is None:
+            return None
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == expr.value and param.annotation is not None:
+                annotation = param.annotation.annotation
+                if self.names.qualname(annotation) == "torch.Tensor" or (
+                    isinstance(annotation, cst.Attribute) and annotation.attr.value == "Tensor"
+                ):
+                    return UNKNOWN_TENSOR
+        return None
+
+    def _leaf(self, leaf: cst.BaseExpression, at: cst.CSTNode, depth: int) -> TensorFacts | None:
+        if isinstance(leaf, cst.Subscript):
+            return None
+        if isinstance(leaf, cst.BinaryOperation):
+            left = self.facts(leaf.left, at, depth + 1)
+            return TensorFacts(left.device, False, "arithmetic") if left else None
+        if not isinstance(leaf, cst.Call):
+            return None
+        qualname = self.names.qualname(leaf.func) or ""
+        if qualname.startswith("torch.") and qualname.count(".") == 1:
+            return self._torch_function(leaf, qualname.split(".")[1], at, depth)
+        if isinstance(leaf.func, cst.Attribute):
+            return self._method(leaf, leaf.func.attr.value, leaf.func.value, at, depth)
+        try:
+            results = self.bindings.call_results(leaf, at)
+        except Unknown:
+            return None
+        joined: TensorFacts | None = None
+        for result in results:
+            one = self.facts(result, result, depth + 1)
+            if one is None:
+                return None
+            joined = one if joined is None else joined.join(one)
+        return joined
+
+    def _torch_function(self, call: cst.Call, name: str, at, depth: int) -> TensorFacts | None:
+        device_arg = keyword(call, "device")
+        pinned_arg = keyword(call, "pin_memory")
+        pinned = literal_bool(pinned_arg.value) if pinned_arg is not None else False
+        if name in FACTORIES or name == "from_numpy":
+            if device_arg is None:
+                return TensorFacts("cpu", pinned, f"`torch.{name}` without `pin_memory=True`"
+                                   if not pinned else f"`torch.{name}(..., pin_memory=True)`")
+            device = self.target_device(device_arg.value, at)
+            return TensorFacts(device, pinned if device == "cpu" else None, f"`torch.{name}`")
+        if name in LIKE_FACTORIES and call.args:
+            if device_arg is not None:
+                device = self.target_device(device_arg.value, at)
+            else:
+                base = self.facts(call.args[0].value, at, depth + 1)
+                device = base.device if base else None
+            return TensorFacts(device, pinned if device == "cpu" else None, f"`torch.{name}`")
+        if name in TORCH_OPS:
+            return UNKNOWN_TENSOR
+        return None
+
+    def _method(self, call: cst.Call, name: str, receiver, at, depth: int) -> TensorFacts | None:
+        if name == "pin_memory":
+            base = self.facts(receiver, at, depth + 1)
+            return TensorFacts("cpu", True, "`.pin_memory()`") if base else None
+        if name in {"cuda", "cpu", "to"}:
+            base = self.facts(receiver, at, depth + 1)
+            if base is None:
+                return None
+            if name == "cuda":
+                return TensorFacts("cuda", None, "`.cuda()`")
+            if name == "cpu":
+                pinned = False if base.device != "cpu" else base.pinned
+                return TensorFacts("cpu", pinned, "`.cpu()`")
+            target = keyword(call, "device") or (call.args[0] if call.args else None)
+            if target is None:
+                return base
+            if isinstance(target.value, cst.Attribute) and target.value.attr.value.startswith(
+                ("float", "half", "bfloat", "int", "long", "bool", "double")
+            ):
+                return base  # a dtype: same device
+            device = self.target_device(target.value, at)
+            if device is not None and device == base.device:
+                return base  # .to() to where it already is returns the tensor itself
+            pinned_arg = keyword(call, "pin_memory")
+            return TensorFacts(device, False if device == "cpu" and pinned_arg is None else None,
+                               "`.to(...)`")
+        if name in VIEW_METHODS:
+            return self.facts(receiver, at, depth + 1)
+        if name in SAME_DEVICE_METHODS:
+            base = self.facts(receiver, at, depth + 1)
+            return TensorFacts(base.device, None, base.how) if base else None
+        return None
+
+    def loader_pins(self, iterable: cst.BaseExpression, at: cst.CSTNode) -> bool | None:
+        """Whether a ``DataLoader`` expression pins its batches (``pin_memory=True``)."""
+        try:
+            leaves = self.bindings.origins(iterable, at)
+        except Unknown:
+            return None
+        values = set()
+        for leaf in leaves:
+            if not isinstance(leaf, cst.Call) or self.names.qualname(leaf.func) not in _PINNED_LOADERS:
+                return None
+            arg = keyword(leaf, "pin_memory")
+            values.add(False if arg is None else literal_bool(arg.value))
+        return values.pop() if len(values) == 1 else None

@@ -1,0 +1,242 @@
+"""Which torch stream/event API a call names, through imports, aliases and accelerator wrappers.
+
+The event, timing, transfer and API rules (SYN2xx, SYN3xx, SYN5xx) ask "is this call
+``torch.cuda.Event``?" of code that writes it as ``torch.cuda.Event``, ``from torch.cuda import Event
+as E``, ``import torch.cuda as tc``, ``get_accelerator().Event`` (DeepSpeed) or ``torch.Event``.
+Matching spelled-out text would miss the aliases and, worse, match unrelated ``Event`` classes
+(``threading.Event``!), so every name is resolved through the file's imports first, and a name that
+was not imported from torch resolves to nothing.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Iterable
+
+import libcst as cst
+
+from synclint.settings import AnalysisSettings
+
+#: Classes whose instances are CUDA(-like) events. ``torch.Event`` takes ``device`` first.
+EVENT_CLASSES = frozenset(
+    {
+        "torch.cuda.Event",
+        "torch.cuda.streams.Event",
+        "torch.xpu.Event",
+        "torch.xpu.streams.Event",
+        "torch.mps.event.Event",
+        "torch.Event",
+    }
+)
+#: Positional parameters of each event constructor, in order.
+EVENT_PARAMETERS = {
+    "torch.Event": ("device", "enable_timing", "blocking", "interprocess"),
+}
+DEFAULT_EVENT_PARAMETERS = ("enable_timing", "blocking", "interprocess", "external")
+
+STREAM_CLASSES = frozenset(
+    {"torch.cuda.Stream", "torch.cuda.streams.Stream", "torch.xpu.Stream", "torch.Stream"}
+)
+STREAM_PARAMETERS = {
+    "torch.Stream": ("device", "priority"),
+}
+DEFAULT_STREAM_PARAMETERS = ("device", "priority", "stream_id", "device_index", "device_type")
+
+#: ``with <this>(s):`` makes ``s`` current.
+STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.xpu.stream", "torch.cuda.StreamContext"})
+#: ``with <this>(g):`` captures a CUDA graph.
+GRAPH_CONTEXTS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
+
+#: Functions that block the host until all work on the device is done.
+DEVICE_SYNCHRONIZE = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.xpu.synchronize",
+        "torch.mps.synchronize",
+        "torch.accelerator.synchronize",
+        "torch.cuda.current_stream.synchronize",
+    }
+)
+#: Host clocks whose deltas measure wall time.
+HOST_CLOCKS = frozenset(
+    {
+        "time.time",
+        "time.perf_counter",
+        "time.monotonic",
+        "time.process_time",
+        "time.time_ns",
+        "time.perf_counter_ns",
+        "time.monotonic_ns",
+        "timeit.default_timer",
+    }
+)
+
+#: Prefixes under which a wrapper-returned accelerator object is read as ``torch.cuda``.
+_ACCELERATOR_MODULE = "torch.cuda"
+
+
+class ImportResolver:
+    """Maps names in one module to the dotted names they were imported as.
+
+    Imports anywhere in the file count (also those inside functions: ``import time`` in a method is
+    common in benchmark code); a name bound twice to different modules keeps the first binding, which
+    is good enough for the API names we ask about.
+    """
+
+    def __init__(self, module: cst.Module, settings: AnalysisSettings | None = None) -> None:
+        self.module = module
+        self.settings = settings or AnalysisSettings()
+        self.wrappers = frozenset(self.settings.accelerator_wrappers)
+
+    @cached_property
+    def aliases(self) -> dict[str, str]:
+        collector = _ImportCollector()
+        self.module.visit(collector)
+        aliases = dict(collector.aliases)
+        # ``cuda = torch.cuda`` / ``accel = get_accelerator()`` at module level: module aliases.
+        for stmt in self.module.body:
+            for target, value in _simple_assignments(stmt):
+                resolved = self._resolve(value, aliases)
+                if resolved and (resolved.startswith("torch") or resolved == _ACCELERATOR_MODULE):
+                    aliases.setdefault(target, resolved)
+        return aliases
+
+    def qualname(self, node: cst.BaseExpression | None) -> str | None:
+        """The dotted name ``node`` refers to, or None when it is not an imported name."""
+        if node is None:
+            return None
+        return self._resolve(node, self.aliases)
+
+    def call_qualname(self, call: cst.Call) -> str | None:
+        return self.qualname(call.func)
+
+    def _resolve(self, node: cst.BaseExpression, aliases: dict[str, str]) -> str | None:
+        if isinstance(node, cst.Name):
+            return aliases.get(node.value)
+        if isinstance(node, cst.Attribute):
+            base = self._resolve(node.value, aliases)
+            return f"{base}.{node.attr.value}" if base else None
+        if isinstance(node, cst.Call):
+            callee = self._resolve(node.func, aliases)
+            if callee in self.wrappers:
+                return _ACCELERATOR_MODULE
+            if callee in {"torch.cuda.current_stream", "torch.cuda.default_stream"}:
+                return None
+            return None
+        return None
+
+    def is_event_class(self, node: cst.BaseExpression) -> bool:
+        return self.qualname(node) in EVENT_CLASSES
+
+    def is_stream_class(self, node: cst.BaseExpression) -> bool:
+        return self.qualname(node) in STREAM_CLASSES
+
+    def mentions_torch(self) -> bool:
+        return any(v.split(".")[0] == "torch" for v in self.aliases.values())
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            dotted = _dotted(alias.name)
+            if dotted is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases.setdefault(alias.asname.name.value, dotted)
+            else:
+                head = dotted.split(".")[0]
+                self.aliases.setdefault(head, head)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        base = _dotted(node.module)
+        if base is None:
+            return
+        for alias in node.names:
+            name = _dotted(alias.name)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.aliases.setdefault(local, f"{base}.{name}")
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def _simple_assignments(stmt: cst.CSTNode) -> Iterable[tuple[str, cst.BaseExpression]]:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return
+    for small in stmt.body:
+        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            target = small.targets[0].target
+            if isinstance(target, cst.Name):
+                yield target.value, small.value
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call) -> list[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and not a.star]
+
+
+def has_star_args(call: cst.Call) -> bool:
+    return any(a.star for a in call.args)
+
+
+def literal_bool(node: cst.BaseExpression) -> bool | None:
+    if isinstance(node, cst.Name) and node.value in {"True", "False"}:
+        return node.value == "True"
+    return None
+
+
+def literal_string(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def event_parameters(qualname: str) -> tuple[str, ...]:
+    return EVENT_PARAMETERS.get(qualname, DEFAULT_EVENT_PARAMETERS)
+
+
+def stream_parameters(qualname: str) -> tuple[str, ...]:
+    return STREAM_PARAMETERS.get(qualname, DEFAULT_STREAM_PARAMETERS)
+
+
+def event_argument(call: cst.Call, qualname: str, name: str) -> cst.Arg | None:
+    """The argument that binds parameter ``name`` of an event constructor call, if written."""
+    found = keyword(call, name)
+    if found is not None:
+        return found
+    params = event_parameters(qualname)
+    args = positional(call)
+    if name in params and params.index(name) < len(args):
+        return args[params.index(name)]
+    return None
+
+
+def event_timing(call: cst.Call, qualname: str) -> bool | None:
+    """Whether an event constructor call enables timing: True, False, or None when unknowable
+    (``**kwargs``, a variable)."""
+    arg = event_argument(call, qualname, "enable_timing")
+    if arg is None:
+        return None if has_star_args(call) else False
+    return literal_bool(arg.value)

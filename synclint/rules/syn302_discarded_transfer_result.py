@@ -1,0 +1,76 @@
+"""SYN302 discarded-transfer-result: ``t.to(...)``/``t.cuda()``/``t.cpu()``/``t.pin_memory()`` as a
+bare statement.
+
+On a tensor these return a *new* tensor and leave ``t`` where it was, so the statement does nothing
+but launch a copy whose result is dropped (an ``nn.Module``'s ``.to()``/``.cuda()`` moves it in place,
+which is why the receiver must be known to be a tensor before we say anything).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+from synclint.diagnostics import Applicability, Diagnostic
+from synclint.model.file_facts import tensor_facts
+from synclint.rules.base import FixKind, Rule, RuleContext
+
+TRANSFERS = frozenset({"to", "cuda", "cpu", "pin_memory"})
+
+
+class DiscardedTransferResult(Rule):
+    code = "SYN302"
+    name = "discarded-transfer-result"
+    summary = "`t.to(...)`, `t.cuda()`, `t.cpu()`, `t.pin_memory()` as a bare statement"
+    fix_kind = FixKind.UNSAFE
+    triggers = (".to(", ".cuda(", ".cpu(", ".pin_memory(")
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        facts = tensor_facts(ctx)
+        for statement in _bare_calls(ctx.module):
+            call = statement.value
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value in TRANSFERS):
+                continue
+            if facts.facts(func.value, call) is None:
+                continue  # maybe an nn.Module (moved in place) or something else: say nothing
+            receiver = ctx.code_for(func.value)
+            method = func.attr.value
+            if _plain(func.value):
+                message = (
+                    f"the result of `{receiver}.{method}(...)` is discarded: a tensor is not moved in "
+                    f"place, so `{receiver}` is unchanged; assign the result"
+                )
+            else:
+                message = (
+                    f"the result of `.{method}(...)` is discarded: the copy is made and thrown away; "
+                    "assign the result"
+                )
+            fix = None
+            if _plain(func.value):
+                fix = ctx.replace(
+                    call,
+                    f"{receiver} = {ctx.code_for(call)}",
+                    f"Assign the result back to `{receiver}`",
+                    Applicability.UNSAFE,
+                )
+            yield ctx.diagnostic(self, call, message, fix=fix, data={"tensor": receiver, "method": method})
+
+
+def _plain(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
+def _bare_calls(module: cst.Module) -> list[cst.Expr]:
+    found: list[cst.Expr] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_Expr(self, node: cst.Expr) -> None:
+            if isinstance(node.value, cst.Call):
+                found.append(node)
+
+    module.visit(_Visitor())
+    return found

@@ -1,0 +1,124 @@
+"""SYN502 sync-during-graph-capture: a synchronizing call while a CUDA graph is being captured.
+
+During ``with torch.cuda.graph(g):`` (or between ``g.capture_begin()`` and ``g.capture_end()``) work
+is recorded, not run: ``torch.cuda.synchronize()``, ``stream.synchronize()``, ``event.synchronize()``
+and blocking device-to-host reads (``.item()``, ``.tolist()``, ``.cpu()``, ``.numpy()``,
+``.to("cpu")``, ``float(t)``) are illegal there and fail the capture (``cudaErrorStreamCaptureUnsupported``
+or an invalidated capture). Only calls written inside the captured region are checked; helpers
+called from it are not followed.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import libcst as cst
+
+from synclint.diagnostics import Diagnostic
+from synclint.model.bindings import iter_calls
+from synclint.model.file_facts import import_resolver, tensor_facts
+from synclint.model.tensor_facts import device_of_literal
+from synclint.model.torchapi import DEVICE_SYNCHRONIZE, GRAPH_CONTEXTS, keyword, literal_bool
+from synclint.rules.base import Rule, RuleContext
+
+_BLOCKING_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+_CONVERSIONS = frozenset({"float", "int", "bool"})
+
+
+class SyncDuringGraphCapture(Rule):
+    code = "SYN502"
+    name = "sync-during-graph-capture"
+    summary = "a synchronizing call inside `torch.cuda.graph(...)` capture"
+    triggers = ("graph", "capture_begin")
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        seen: set[int] = set()
+        for region in self._captured_regions(ctx):
+            for call in iter_calls(region):
+                if id(call) in seen:
+                    continue
+                seen.add(id(call))
+                why = self._synchronizes(ctx, call)
+                if why:
+                    yield ctx.diagnostic(
+                        self, call,
+                        f"{why} during CUDA graph capture: synchronizing calls are not allowed "
+                        "while a graph is captured and make the capture fail; move it before or "
+                        "after the captured region",
+                        data={"call": ctx.code_for(call.func)},
+                    )
+
+    def _captured_regions(self, ctx: RuleContext) -> Iterator[cst.CSTNode]:
+        names = import_resolver(ctx)
+        found: list[cst.CSTNode] = []
+
+        class _Visitor(cst.CSTVisitor):
+            def visit_With(self, node: cst.With) -> None:
+                for item in node.items:
+                    if isinstance(item.item, cst.Call) and names.qualname(item.item.func) in GRAPH_CONTEXTS:
+                        found.append(node.body)
+
+            def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+                found.extend(_between_capture_calls(node.body))
+
+            def visit_Module(self, node: cst.Module) -> None:
+                found.extend(_between_capture_calls(node.body))
+
+        ctx.module.visit(_Visitor())
+        yield from found
+
+    def _synchronizes(self, ctx: RuleContext, call: cst.Call) -> str | None:
+        names = import_resolver(ctx)
+        qualname = names.qualname(call.func)
+        if qualname in DEVICE_SYNCHRONIZE:
+            return f"`{ctx.code_for(call.func)}()` blocks the host"
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method == "synchronize" and not call.args:
+                return f"`{ctx.code_for(call)}` blocks the host"
+            if method in _BLOCKING_READS and not call.args and not self._on_cpu(ctx, func.value, call):
+                return f"`.{method}()` reads the tensor on the host"
+            if method == "to" and self._to_cpu_blocking(ctx, call):
+                return "a blocking `.to(\"cpu\")` copy"
+        if isinstance(func, cst.Name) and func.value in _CONVERSIONS and len(call.args) == 1:
+            facts = tensor_facts(ctx).facts(call.args[0].value, call)
+            if facts is not None and facts.device == "cuda":
+                return f"`{func.value}()` of a CUDA tensor reads it on the host"
+        return None
+
+    def _on_cpu(self, ctx: RuleContext, receiver: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        facts = tensor_facts(ctx).facts(receiver, at)
+        return facts is not None and facts.device == "cpu"
+
+    def _to_cpu_blocking(self, ctx: RuleContext, call: cst.Call) -> bool:
+        target = keyword(call, "device") or (call.args[0] if call.args else None)
+        if target is None or device_of_literal(target.value, import_resolver(ctx)) != "cpu":
+            return False
+        non_blocking = keyword(call, "non_blocking")
+        return non_blocking is None or literal_bool(non_blocking.value) is False
+
+
+def _between_capture_calls(body) -> list[cst.CSTNode]:
+    """Statements between ``g.capture_begin()`` and ``g.capture_end()`` in one block."""
+    regions: list[cst.CSTNode] = []
+    inside = False
+    for statement in body:
+        method = _bare_method(statement)
+        if method == "capture_begin":
+            inside = True
+        elif method == "capture_end":
+            inside = False
+        elif inside:
+            regions.append(statement)
+    return regions
+
+
+def _bare_method(statement: cst.CSTNode) -> str | None:
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        expr = statement.body[0]
+        if isinstance(expr, cst.Expr) and isinstance(expr.value, cst.Call):
+            func = expr.value.func
+            if isinstance(func, cst.Attribute):
+                return func.attr.value
+    return None
