@@ -30,6 +30,8 @@ SAME_DEVICE_METHODS = frozenset(
     "clone detach float half double bfloat16 int long bool contiguous abs exp log sum mean "
     "softmax argmax max min reshape flatten squeeze unsqueeze permute t add mul sub div matmul".split()
 )
+#: Methods only tensors have: whatever the receiver, the result is a tensor.
+TENSOR_ONLY_METHODS = frozenset({"detach", "contiguous"})
 VIEW_METHODS = frozenset("view view_as narrow select expand transpose unbind as_strided".split())
 #: ``torch.<name>(...)`` functions that return a tensor on their inputs' device.
 TORCH_OPS = frozenset("cat stack matmul add mul where argmax softmax sigmoid relu bmm mm".split())
@@ -71,11 +73,17 @@ class TensorFactsResolver:
     def __init__(self, names: ImportResolver, bindings: Bindings) -> None:
         self.names = names
         self.bindings = bindings
+        self._active: set[int] = set()
 
     def facts(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> TensorFacts | None:
         """Facts about ``expr`` when it is known to be a tensor; None when it may not be one."""
         if depth > 8:
             return None
+        if isinstance(expr, cst.Subscript):
+            base = self.facts(expr.value, at, depth + 1)
+            if base is not None:  # indexing a tensor: a view (slices) or a gathered copy
+                views = all(isinstance(e.slice, cst.Slice) for e in expr.slice)
+                return TensorFacts(base.device, base.pinned if views else None, base.how)
         try:
             leaves = self.bindings.origins(expr, at)
         except Unknown:
@@ -84,7 +92,13 @@ class TensorFactsResolver:
             return None
         result: TensorFacts | None = None
         for leaf in leaves:
-            one = self._leaf(leaf, at, depth)
+            if id(leaf) in self._active:
+                continue  # ``x = x.to(...)``: the rebinding adds nothing to what the others say
+            self._active.add(id(leaf))
+            try:
+                one = self._leaf(leaf, at, depth)
+            finally:
+                self._active.discard(id(leaf))
             if one is None:
                 return None
             result = one if result is None else result.join(one)
@@ -136,6 +150,9 @@ class TensorFactsResolver:
         if isinstance(leaf, cst.BinaryOperation):
             left = self.facts(leaf.left, at, depth + 1)
             return TensorFacts(left.device, False, "arithmetic") if left else None
+        if isinstance(leaf, cst.Comparison) and len(leaf.comparisons) == 1:
+            left = self.facts(leaf.left, at, depth + 1)
+            return TensorFacts(left.device, False, "a comparison") if left else None
         if not isinstance(leaf, cst.Call):
             return None
         qualname = self.names.qualname(leaf.func) or ""
@@ -206,6 +223,8 @@ class TensorFactsResolver:
             return self.facts(receiver, at, depth + 1)
         if name in SAME_DEVICE_METHODS:
             base = self.facts(receiver, at, depth + 1)
+            if base is None and name in TENSOR_ONLY_METHODS:
+                return UNKNOWN_TENSOR
             return TensorFacts(base.device, None, base.how) if base else None
         return None
 

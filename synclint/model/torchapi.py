@@ -118,11 +118,7 @@ class ImportResolver:
             return f"{base}.{node.attr.value}" if base else None
         if isinstance(node, cst.Call):
             callee = self._resolve(node.func, aliases)
-            if callee in self.wrappers:
-                return _ACCELERATOR_MODULE
-            if callee in {"torch.cuda.current_stream", "torch.cuda.default_stream"}:
-                return None
-            return None
+            return _ACCELERATOR_MODULE if callee in self.wrappers else None
         return None
 
     def is_event_class(self, node: cst.BaseExpression) -> bool:
@@ -236,6 +232,9 @@ def event_argument(call: cst.Call, qualname: str, name: str) -> cst.Arg | None:
 def event_timing(call: cst.Call, qualname: str) -> bool | None:
     """Whether an event constructor call enables timing: True, False, or None when unknowable
     (``**kwargs``, a variable)."""
+    params = event_parameters(qualname)
+    if any(a.keyword is not None and a.keyword.value not in params for a in call.args):
+        return None  # an invalid call (SYN501 reports it): nothing to conclude about timing
     arg = event_argument(call, qualname, "enable_timing")
     if arg is None:
         return None if has_star_args(call) else False
