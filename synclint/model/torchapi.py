@@ -40,7 +40,11 @@ STREAM_CLASSES = frozenset(
 STREAM_PARAMETERS = {
     "torch.Stream": ("device", "priority"),
 }
-DEFAULT_STREAM_PARAMETERS = ("device", "priority", "stream_id", "device_index", "device_type")
+DEFAULT_STREAM_PARAMETERS = (
+    "device", "priority", "stream_id", "device_index", "device_type", "stream_ptr"
+)
+#: How many of a stream constructor's parameters may be passed positionally.
+STREAM_POSITIONAL = 2
 
 #: ``with <this>(s):`` makes ``s`` current.
 STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.xpu.stream", "torch.cuda.StreamContext"})

@@ -24,7 +24,7 @@ class DiscardedTransferResult(Rule):
     name = "discarded-transfer-result"
     summary = "`t.to(...)`, `t.cuda()`, `t.cpu()`, `t.pin_memory()` as a bare statement"
     fix_kind = FixKind.UNSAFE
-    triggers = (".to(", ".cuda(", ".cpu(", ".pin_memory(")
+    triggers = ("to", "cuda", "cpu", "pin_memory")  # method names: spacing may vary
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         facts = tensor_facts(ctx)

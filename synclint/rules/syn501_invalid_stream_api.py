@@ -21,6 +21,7 @@ from synclint.model.torchapi import (
     EVENT_CLASSES,
     STREAM_CLASSES,
     STREAM_CONTEXTS,
+    STREAM_POSITIONAL,
     event_parameters,
     has_star_args,
     positional,
@@ -57,9 +58,11 @@ class InvalidStreamApi(Rule):
             elif qualname in _NOT_A_FUNCTION:
                 yield self._no_such_function(ctx, call, qualname)
             elif qualname in EVENT_CLASSES:
-                yield from self._keywords(ctx, call, qualname, event_parameters(qualname), "Event")
+                params = event_parameters(qualname)
+                yield from self._keywords(ctx, call, qualname, params, len(params), "Event")
             elif qualname in STREAM_CLASSES:
-                yield from self._keywords(ctx, call, qualname, stream_parameters(qualname), "Stream")
+                params = stream_parameters(qualname)
+                yield from self._keywords(ctx, call, qualname, params, STREAM_POSITIONAL, "Stream")
             yield from self._uncalled_stream_getter(ctx, call, qualname)
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "record_stream":
                 yield from self._record_stream_on_cpu(ctx, call)
@@ -78,13 +81,13 @@ class InvalidStreamApi(Rule):
             fix=fix, data={"misuse": "no-such-function", "replacement": right},
         )
 
-    def _keywords(self, ctx, call: cst.Call, qualname: str, params: tuple[str, ...], kind: str):
+    def _keywords(self, ctx, call: cst.Call, qualname: str, params, max_positional: int, kind: str):
         short = qualname.rsplit(".", 1)[1]
-        if len(positional(call)) > len(params) and not has_star_args(call):
+        if len(positional(call)) > max_positional and not has_star_args(call):
             yield ctx.diagnostic(
                 self, call,
-                f"`{short}` takes at most {len(params)} positional arguments "
-                f"({', '.join(params)}); this call raises TypeError",
+                f"`{short}` takes at most {max_positional} positional arguments "
+                f"({', '.join(params[:max_positional])}); this call raises TypeError",
                 data={"misuse": "too-many-arguments"},
             )
         for arg in call.args:
