@@ -1,0 +1,209 @@
+"""What PyTorch calls mean for streams, events and memory: the tables the interpreter consults.
+
+Names are canonical (see :func:`synclint.model.resolver.canonical`): ``torch.xpu.*`` and
+``torch.accelerator.*`` arrive here as ``torch.cuda.*``. Methods are matched by name on values whose
+kind the interpreter knows (a stream, an event, a tensor storage).
+"""
+
+from __future__ import annotations
+
+STREAM_FACTORIES = {"torch.cuda.Stream", "torch.cuda.ExternalStream"}
+EVENT_FACTORIES = {"torch.cuda.Event"}
+CURRENT_STREAM = {"torch.cuda.current_stream"}
+DEFAULT_STREAM = {"torch.cuda.default_stream"}
+STREAM_CONTEXTS = {"torch.cuda.stream"}
+SET_STREAM = {"torch.cuda.set_stream"}
+DEVICE_SYNC = {"torch.cuda.synchronize"}
+GRAPH_CONTEXTS = {"torch.cuda.graph"}
+#: Stream/Event constructor keywords PyTorch accepts (SYN501 reports others).
+STREAM_KEYWORDS = {"device", "priority", "stream_id", "device_index", "device_type", "stream_ptr"}
+EVENT_KEYWORDS = {"enable_timing", "blocking", "interprocess", "external", "device"}
+
+HOST_CLOCKS = {
+    "time.time",
+    "time.perf_counter",
+    "time.monotonic",
+    "time.process_time",
+    "time.time_ns",
+    "time.perf_counter_ns",
+    "time.monotonic_ns",
+    "timeit.default_timer",
+}
+
+COLLECTIVES = {
+    f"torch.distributed.{name}"
+    for name in (
+        "all_reduce",
+        "all_gather",
+        "all_gather_into_tensor",
+        "_all_gather_base",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "_reduce_scatter_base",
+        "broadcast",
+        "reduce",
+        "all_to_all",
+        "all_to_all_single",
+        "send",
+        "recv",
+        "isend",
+        "irecv",
+        "gather",
+        "scatter",
+    )
+}
+#: Collectives whose first positional argument is written (the others read their inputs only).
+COLLECTIVE_OUTPUT_FIRST = {
+    "torch.distributed.all_reduce",
+    "torch.distributed.all_gather",
+    "torch.distributed.all_gather_into_tensor",
+    "torch.distributed._all_gather_base",
+    "torch.distributed.reduce_scatter",
+    "torch.distributed.reduce_scatter_tensor",
+    "torch.distributed._reduce_scatter_base",
+    "torch.distributed.broadcast",
+    "torch.distributed.reduce",
+    "torch.distributed.all_to_all",
+    "torch.distributed.all_to_all_single",
+    "torch.distributed.recv",
+    "torch.distributed.irecv",
+}
+ALWAYS_ASYNC_COLLECTIVES = {"torch.distributed.isend", "torch.distributed.irecv"}
+
+TENSOR_FACTORIES = {
+    f"torch.{name}"
+    for name in (
+        "empty",
+        "zeros",
+        "ones",
+        "full",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "arange",
+        "linspace",
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "empty_strided",
+        "eye",
+        "normal",
+    )
+}
+LIKE_FACTORIES = {f"torch.{n}_like" for n in ("empty", "zeros", "ones", "full", "rand", "randn")}
+
+#: Tensor methods that return a view (same storage, no data read).
+VIEW_METHODS = {
+    "view",
+    "view_as",
+    "reshape",
+    "narrow",
+    "transpose",
+    "t",
+    "permute",
+    "expand",
+    "expand_as",
+    "unsqueeze",
+    "squeeze",
+    "flatten",
+    "unflatten",
+    "detach",
+    "as_strided",
+    "chunk",
+    "split",
+    "tensor_split",
+    "unbind",
+    "select",
+    "diagonal",
+    "movedim",
+    "swapaxes",
+    "unfold",
+    "real",
+    "imag",
+    "__getitem__",
+    "requires_grad_",
+    "contiguous",
+}
+VIEW_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag"}
+
+#: Tensor methods and attributes that read metadata only.
+METADATA = {
+    "shape",
+    "size",
+    "dtype",
+    "device",
+    "numel",
+    "dim",
+    "ndim",
+    "ndimension",
+    "is_cuda",
+    "is_pinned",
+    "stride",
+    "storage_offset",
+    "data_ptr",
+    "element_size",
+    "nbytes",
+    "itemsize",
+    "requires_grad",
+    "is_contiguous",
+    "is_floating_point",
+    "layout",
+    "names",
+    "get_device",
+    "nelement",
+    "untyped_storage",
+    "type",
+}
+
+#: Tensor methods that copy device data to the host and block until it is there.
+BLOCKING_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__"}
+#: Builtins that turn a tensor into a host value (a blocking read for CUDA tensors).
+HOST_CONVERSIONS = {"bool", "float", "int", "print", "str", "repr", "format", "complex"}
+#: Builtins that never touch tensor data.
+HOST_BUILTINS = {
+    "len",
+    "range",
+    "isinstance",
+    "issubclass",
+    "hasattr",
+    "getattr",
+    "setattr",
+    "id",
+    "type",
+    "enumerate",
+    "zip",
+    "iter",
+    "super",
+    "callable",
+    "sorted",
+    "reversed",
+    "dict",
+    "set",
+    "frozenset",
+    "object",
+    "vars",
+    "dir",
+    "hash",
+    "divmod",
+    "round",
+    "abs",
+    "min",
+    "max",
+    "sum",
+    "any",
+    "all",
+    "list",
+    "tuple",
+    "map",
+    "filter",
+    "open",
+    "globals",
+    "locals",
+}
+#: Calls on unknown receivers that store their argument (the reference outlives the function).
+STORING_METHODS = {"append", "extend", "insert", "add", "put", "put_nowait", "setdefault", "update",
+                   "appendleft", "register_buffer", "__setitem__"}
+#: Tensor "transfer" methods (device, dtype or pinning changes).
+TRANSFER_METHODS = {"to", "cuda", "cpu", "pin_memory", "xpu", "double", "float", "half",
+                    "bfloat16", "int", "long", "bool", "type_as"}

@@ -1,0 +1,574 @@
+"""Abstract interpretation of one function body into a timeline of ops.
+
+The walk follows program order statement by statement, carrying a :class:`~synclint.model.state.State`:
+which stream is current, what each stream has waited for (vector clocks), what the host has seen
+complete, what each event captured, and the recent accesses of each tensor storage. Every time a
+storage is accessed, the new access is checked against the storage's history: an earlier access on a
+provably different stream, one of the two writing, that the new access is not ordered after, is a
+:class:`~synclint.model.timeline.Hazard`. Releases (last reference dies) check lifetimes (SYN102).
+
+Control flow is handled cheaply and without path explosion: both arms of an ``if`` from a copy of the
+state, then a join; loop bodies twice (the second pass shows loop-carried hazards); ``try`` bodies
+joined with their handlers. Expression handling (calls, tensor methods) lives in
+:mod:`synclint.model.expressions`; this module holds statements and the bookkeeping.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Iterable, Optional
+
+import libcst as cst
+
+from synclint.model.resolver import ImportResolver, dotted
+from synclint.model.state import EventState, State, join, vc_join
+from synclint.model.timeline import (
+    Access,
+    FunctionModel,
+    Hazard,
+    LifetimeHazard,
+    Op,
+    OpKind,
+    ordered,
+)
+from synclint.model.values import (
+    HOST,
+    Alternatives,
+    EventValue,
+    HostValue,
+    Storage,
+    StreamValue,
+    TupleValue,
+    default_stream,
+    storages_of,
+)
+from synclint.settings import AnalysisSettings
+
+_storage_ids = itertools.count(1)
+
+
+class FunctionSummary:
+    """What calling a module-level helper does, as far as streams are concerned."""
+
+    def __init__(self) -> None:
+        self.synchronizes = False
+        self.returns_current_stream = False
+
+
+class Interpreter:
+    """Walks one function (or module body) and fills a :class:`FunctionModel`."""
+
+    def __init__(
+        self,
+        model: FunctionModel,
+        resolver: ImportResolver,
+        settings: AnalysisSettings,
+        summaries: dict[str, FunctionSummary],
+        counters: dict[str, int],
+        attributes: Optional[dict] = None,
+    ) -> None:
+        from synclint.model.expressions import ExpressionEvaluator
+
+        self.model = model
+        self.resolver = resolver
+        self.settings = settings
+        self.summaries = summaries
+        self.counters = counters
+        self.entry = default_stream()
+        self.state = State(current=self.entry)
+        if attributes:
+            self.state.env.update(attributes)
+        self.iteration = 0
+        self.loop_depth = 0
+        self.block_streams: list[StreamValue] = []
+        self.graph_depth = 0
+        self.params: set[str] = set()
+        self._hazard_keys: set = set()
+        self._lifetime_keys: set = set()
+        self.returned_stream = False
+        self.synchronized = False
+        self.exprs = ExpressionEvaluator(self)
+
+    # -- ops and clocks ----------------------------------------------------------------------------
+
+    def emit(self, kind: OpKind, node: cst.CSTNode, stream: Optional[StreamValue] = None, **fields) -> Op:
+        """Append an op. Device work (ENTRY, ACCESS, COPY, COLLECTIVE) advances its stream's clock."""
+        stream = stream or self.state.current
+        state = self.state
+        vc = state.stream_vc(stream.key)
+        op = Op(
+            index=len(self.model.ops),
+            kind=kind,
+            node=node,
+            stream=stream,
+            vc=vc,
+            host_vc=dict(state.host_vc),
+            iteration=self.iteration,
+            in_loop=self.loop_depth > 0,
+            block_stream=self.block_streams[-1] if self.block_streams else None,
+            in_graph_capture=self.graph_depth > 0,
+            **fields,
+        )
+        if op.on_device:
+            self.counters[stream.key] = self.counters.get(stream.key, 0) + 1
+            op.seq = self.counters[stream.key]
+            after = dict(vc)
+            after[stream.key] = op.seq
+            state.vc[stream.key] = after
+        self.model.ops.append(op)
+        return op
+
+    def stream_now(self, stream: StreamValue) -> dict:
+        """Everything enqueued on ``stream`` so far, plus what it had waited for."""
+        vc = dict(self.state.vc.get(stream.key, {}))
+        count = self.counters.get(stream.key, 0)
+        if count:
+            vc[stream.key] = max(vc.get(stream.key, 0), count)
+        return vc
+
+    def wait_stream(self, waiter: StreamValue, waited: StreamValue) -> None:
+        self.state.vc[waiter.key] = vc_join(self.state.stream_vc(waiter.key), self.stream_now(waited))
+
+    def host_sees(self, vc: dict) -> None:
+        self.state.host_vc = vc_join(self.state.host_vc, vc)
+        self.synchronized = True
+
+    def host_sync_all(self) -> None:
+        total: dict = {}
+        for key in set(self.counters) | set(self.state.vc):
+            total = vc_join(total, self.state.vc.get(key, {}))
+            if self.counters.get(key):
+                total[key] = max(total.get(key, 0), self.counters[key])
+        self.host_sees(total)
+
+    def record_event(self, event: EventValue, stream: StreamValue, op: Op) -> None:
+        self.state.events[event.key] = EventState(self.stream_now(stream), (op,), stream)
+
+    def event_state(self, event: EventValue) -> Optional[EventState]:
+        return self.state.events.get(event.key)
+
+    # -- accesses, hazards, lifetimes -----------------------------------------------------------
+
+    def access(self, op: Op, storage: Storage, mode: str) -> Access:
+        access = Access(op, storage, mode, op.stream)
+        for prev in self.state.history.get(storage.id, ()):
+            if prev.stream.key == op.stream.key or (prev.mode == "read" and mode == "read"):
+                continue
+            if not prev.stream.distinct_from(op.stream):
+                continue
+            if ordered(prev.op, op.vc, op.stream):
+                continue
+            self._hazard(prev, access)
+        self.state.remember(access)
+        return access
+
+    def _hazard(self, first: Access, second: Access) -> None:
+        kind = {
+            ("write", "read"): "read-after-write",
+            ("read", "write"): "write-after-read",
+            ("write", "write"): "write-after-write",
+        }[(first.mode, second.mode)]
+        key = (id(first.node), id(second.node), first.storage.label, kind)
+        if key in self._hazard_keys:
+            return
+        self._hazard_keys.add(key)
+        producer = None
+        for prev in self.state.history.get(second.storage.id, ()):
+            if (
+                prev.mode == "write"
+                and prev.stream.key not in (first.stream.key, second.stream.key)
+                and prev.op.seq
+                and ordered(prev.op, first.op.vc, first.stream)
+                and ordered(prev.op, second.op.vc, second.stream)
+                and prev.op.index < first.op.index
+            ):
+                producer = prev.op
+                break
+        self.model.hazards.append(Hazard(second.storage, first, second, kind, producer))
+
+    def release(self, storage: Storage, node: cst.CSTNode) -> None:
+        """The last local reference to ``storage`` dies at ``node``: check its cross-stream uses."""
+        if storage.origin != "local" or storage.escapes or storage.alloc_stream is None:
+            return
+        alloc = storage.alloc_stream
+        uses = [
+            a
+            for a in self.state.history.get(storage.id, ())
+            if a.stream.distinct_from(alloc) and a.op.seq
+        ]
+        if not uses:
+            return
+        alloc_vc = self.state.stream_vc(alloc.key)
+        release_op: Optional[Op] = None
+        for use in uses:
+            if alloc_vc.get(use.stream.key, 0) >= use.op.seq:
+                continue
+            if any(s.key == use.stream.key for s in storage.recorded_streams):
+                continue
+            key = (storage.id, id(use.node))
+            if key in self._lifetime_keys:
+                continue
+            self._lifetime_keys.add(key)
+            if release_op is None:
+                release_op = self.emit(OpKind.RELEASE, node, reads=(storage,))
+            alloc_op = self._alloc_op(storage)
+            self.model.lifetime_hazards.append(LifetimeHazard(storage, alloc_op, use, release_op))
+
+    def _alloc_op(self, storage: Storage) -> Optional[Op]:
+        for op in self.model.ops:
+            if storage in op.writes and op.node is storage.alloc_node:
+                return op
+        return None
+
+    def release_if_unreferenced(self, value, node: cst.CSTNode) -> None:
+        for storage in storages_of(value):
+            if not self._referenced(storage):
+                self.release(storage, node)
+
+    def _referenced(self, storage: Storage) -> bool:
+        return any(storage in storages_of(v) for v in self.state.env.values())
+
+    def release_locals(self, node: cst.CSTNode, keep: Iterable[Storage] = ()) -> None:
+        kept = {s.id for s in keep}
+        seen: set[int] = set()
+        for name, value in list(self.state.env.items()):
+            if "." in name:
+                continue
+            for storage in storages_of(value):
+                if storage.id in kept or storage.id in seen:
+                    continue
+                seen.add(storage.id)
+                self.release(storage, node)
+
+    # -- function entry -----------------------------------------------------------------------
+
+    def new_storage(self, label: str, node: Optional[cst.CSTNode], **fields) -> Storage:
+        return Storage(next(_storage_ids), label, alloc_node=node, **fields)
+
+    def enter_function(self, node: cst.FunctionDef, is_method: bool) -> None:
+        params = node.params
+        every = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+        for index, param in enumerate(every):
+            name = param.name.value
+            if is_method and index == 0 and name in ("self", "cls"):
+                continue
+            self.params.add(name)
+            self.state.env[name] = self._param_value(param)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                self.state.env[star.name.value] = None
+
+    def _param_value(self, param: cst.Param):
+        name = param.name.value
+        annotation = dotted(param.annotation.annotation) if param.annotation else None
+        tail = (annotation or "").rsplit(".", 1)[-1]
+        lowered = name.lower()
+        if tail in ("Stream",) or (tail == "" and "stream" in lowered):
+            return StreamValue(name, f"stream `{name}`", "parameter", param)
+        if tail == "Event" or (tail == "" and "event" in lowered):
+            return EventValue(name, f"event `{name}`", None, param, origin="parameter")
+        if tail in ("int", "float", "str", "bool", "dict", "list", "tuple", "Callable", "Module"):
+            return HOST
+        if param.default is not None and not isinstance(param.default, cst.Name):
+            if isinstance(param.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Dict, cst.List, cst.Tuple)):
+                return HOST
+        if isinstance(param.default, cst.Name) and param.default.value in ("True", "False"):
+            return HOST
+        storage = self.new_storage(name, param, origin="param", tensor=(tail == "Tensor"))
+        if self.settings.parameter_origin == "caller-stream":
+            op = self.emit(OpKind.ENTRY, param, writes=(storage,), note="by the caller")
+            self.access(op, storage, "write")
+        return storage
+
+    # -- statements --------------------------------------------------------------------------------
+
+    def run_block(self, statements: Iterable[cst.CSTNode]) -> None:
+        for stmt in statements:
+            if self.state.dead:
+                return
+            self.statement(stmt)
+
+    def suite(self, suite: cst.BaseSuite) -> None:
+        self.run_block(suite.body)
+
+    def statement(self, stmt: cst.CSTNode) -> None:
+        handler: Optional[Callable] = getattr(self, f"st_{type(stmt).__name__}", None)
+        if handler is not None:
+            handler(stmt)
+
+    def st_SimpleStatementLine(self, stmt: cst.SimpleStatementLine) -> None:
+        for small in stmt.body:
+            if self.state.dead:
+                return
+            self.statement(small)
+
+    def st_SimpleStatementSuite(self, stmt: cst.SimpleStatementSuite) -> None:
+        self.run_block(stmt.body)
+
+    def st_Expr(self, stmt: cst.Expr) -> None:
+        self.exprs.ev(stmt.value)
+
+    def st_Assign(self, stmt: cst.Assign) -> None:
+        hint = dotted(stmt.targets[0].target) or "tensor"
+        value = self.exprs.ev(stmt.value, hint=hint)
+        for target in stmt.targets:
+            self.assign(target.target, value, stmt)
+
+    def st_AnnAssign(self, stmt: cst.AnnAssign) -> None:
+        if stmt.value is not None:
+            value = self.exprs.ev(stmt.value, hint=dotted(stmt.target) or "tensor")
+            self.assign(stmt.target, value, stmt)
+
+    def st_AugAssign(self, stmt: cst.AugAssign) -> None:
+        target = self.exprs.ev(stmt.target)
+        value = self.exprs.ev(stmt.value)
+        if storages_of(target):
+            self.exprs.tensor_op(stmt, reads=storages_of(value), writes=storages_of(target), inplace=True)
+        elif storages_of(value) and isinstance(stmt.target, cst.Name):
+            # ``total += loss`` with a Python number on the left: the result is a new tensor.
+            result = self.exprs.tensor_op(stmt, reads=storages_of(value), result_label=stmt.target.value)
+            self.assign(stmt.target, result, stmt)
+
+    def st_Del(self, stmt: cst.Del) -> None:
+        targets = stmt.target.elements if isinstance(stmt.target, cst.Tuple) else [stmt.target]
+        for target in targets:
+            node = getattr(target, "value", target)
+            key = dotted(node)
+            if key and key in self.state.env and "." not in key:
+                old = self.state.env.pop(key)
+                self.release_if_unreferenced(old, stmt)
+
+    def st_Return(self, stmt: cst.Return) -> None:
+        value = self.exprs.ev(stmt.value) if stmt.value is not None else None
+        returned = storages_of(value)
+        for storage in returned:
+            self.hand_off(storage, stmt)
+            storage.escapes = True
+        if isinstance(value, StreamValue) and value.key == self.state.current.key:
+            self.returned_stream = True
+        self.release_locals(stmt, keep=returned)
+        self.state.dead = True
+
+    def st_Raise(self, stmt: cst.Raise) -> None:
+        if stmt.exc is not None:
+            self.exprs.ev(stmt.exc)
+        self.state.dead = True
+
+    def st_Assert(self, stmt: cst.Assert) -> None:
+        self.exprs.condition(stmt.test)
+
+    def hand_off(self, storage: Storage, node: cst.CSTNode) -> None:
+        """A tensor allocated on a side stream is returned to a caller on the entry stream.
+
+        Only when this function handed it over (the entry stream waited for its allocation), since
+        then the caller will use it on its current stream and, when it drops it, the block goes back
+        to the side stream's pool: without ``record_stream`` the side stream may reuse it early.
+        """
+        alloc = storage.alloc_stream
+        if alloc is None or storage.origin == "param" or not alloc.distinct_from(self.entry):
+            return
+        if storage.device == "cpu" or any(s.key == self.entry.key for s in storage.recorded_streams):
+            return
+        writes = [a for a in self.state.history.get(storage.id, ()) if a.stream.key == alloc.key and a.op.seq]
+        if not writes:
+            return
+        entry_vc = self.state.stream_vc(self.entry.key)
+        if not all(entry_vc.get(alloc.key, 0) >= w.op.seq for w in writes):
+            return  # not handed over: an unordered use would be SYN101's business
+        key = (storage.id, id(node))
+        if key in self._lifetime_keys:
+            return
+        self._lifetime_keys.add(key)
+        op = self.emit(OpKind.RELEASE, node, stream=self.entry, reads=(storage,), note="returned")
+        use = Access(op, storage, "read", self.entry)
+        self.model.lifetime_hazards.append(
+            LifetimeHazard(storage, self._alloc_op(storage), use, op, how="handed-off")
+        )
+
+    # -- binding --------------------------------------------------------------------------------
+
+    def assign(self, target: cst.BaseExpression, value, stmt: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            old = self.state.env.get(target.value)
+            self.state.env[target.value] = value
+            for storage in storages_of(value):
+                if storage.label in ("tensor", "<expr>"):
+                    storage.label = target.value
+            if old is not None and old is not value:
+                self.release_if_unreferenced(old, stmt)
+        elif isinstance(target, cst.Attribute):
+            key = dotted(target)
+            for storage in storages_of(value):
+                storage.escapes = True
+            if key is not None:
+                if key.startswith(("self.", "cls.")):
+                    self.state.env[key] = value
+                    if isinstance(value, StreamValue) and value.origin == "created" and "@" in value.key:
+                        # A stream stored in an attribute is known by the attribute's name.
+                        value.label = f"stream `{key}`"
+            else:
+                self.exprs.ev(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            items = value.items if isinstance(value, TupleValue) else None
+            for index, element in enumerate(target.elements):
+                inner = element.value
+                if items is not None and index < len(items) and not isinstance(element, cst.StarredElement):
+                    self.assign(inner, items[index], stmt)
+                elif isinstance(value, Storage):
+                    self.assign(inner, value, stmt)  # unpacking a tensor: views of it
+                else:
+                    self.assign(inner, self.exprs.derived(value, dotted(inner) or "tensor", stmt), stmt)
+        elif isinstance(target, cst.Subscript):
+            base = self.exprs.ev(target.value)
+            for element in target.slice:
+                self.exprs.ev(getattr(element.slice, "value", None))
+            base_storages = storages_of(base)
+            if base_storages:
+                self.exprs.tensor_op(stmt, reads=storages_of(value), writes=base_storages, inplace=True)
+            else:
+                for storage in storages_of(value):
+                    storage.escapes = True
+        elif isinstance(target, cst.StarredElement):
+            self.assign(target.value, None, stmt)
+
+    # -- control flow -------------------------------------------------------------------------
+
+    def branch(self, *arms: Callable[[], None]) -> None:
+        start = self.state
+        result: Optional[State] = None
+        for arm in arms:
+            self.state = start.copy()
+            arm()
+            result = self.state if result is None else join(result, self.state)
+        self.state = result if result is not None else start
+
+    def st_If(self, stmt: cst.If) -> None:
+        self.exprs.condition(stmt.test)
+        orelse = stmt.orelse
+
+        def then() -> None:
+            self.suite(stmt.body)
+
+        def otherwise() -> None:
+            if isinstance(orelse, cst.If):
+                self.st_If(orelse)
+            elif orelse is not None:
+                self.suite(orelse.body)
+
+        self.branch(then, otherwise)
+
+    def loop(self, body: Callable[[], None]) -> None:
+        """Run a loop body twice so loop-carried hazards show; assume it runs at least once."""
+        self.loop_depth += 1
+        outer_iteration = self.iteration
+        body()
+        after_first = self.state
+        if not after_first.dead:
+            self.state = after_first.copy()
+            self.iteration = 1
+            body()
+            self.state = join(after_first, self.state)
+        self.iteration = outer_iteration
+        self.loop_depth -= 1
+
+    def st_For(self, stmt: cst.For) -> None:
+        iterable = self.exprs.ev(stmt.iter)
+
+        def body() -> None:
+            self.assign(stmt.target, self.exprs.element_of(iterable, stmt.target), stmt)
+            self.suite(stmt.body)
+
+        self.loop(body)
+        if stmt.orelse is not None:
+            self.suite(stmt.orelse.body)
+
+    def st_While(self, stmt: cst.While) -> None:
+        if self.exprs.query_poll(stmt.test):
+            return  # `while not e.query(): ...` is a host synchronization on e
+        self.exprs.condition(stmt.test)
+
+        def body() -> None:
+            self.suite(stmt.body)
+            self.exprs.condition(stmt.test)
+
+        self.loop(body)
+        if stmt.orelse is not None:
+            self.suite(stmt.orelse.body)
+
+    def st_With(self, stmt: cst.With) -> None:
+        saved_current = self.state.current
+        pushed = 0
+        graph = 0
+        for item in stmt.items:
+            kind, value = self.exprs.context(item.item)
+            if kind == "stream" and isinstance(value, StreamValue):
+                self.state.current = value
+                self.block_streams.append(value)
+                pushed += 1
+            elif kind == "graph":
+                self.emit(OpKind.GRAPH_CAPTURE, item.item)
+                self.graph_depth += 1
+                graph += 1
+            if item.asname is not None and kind not in ("stream", "graph"):
+                self.assign(item.asname.name, value, stmt)
+        self.suite(stmt.body)
+        for _ in range(pushed):
+            self.block_streams.pop()
+        self.graph_depth -= graph
+        if not self.state.dead:
+            self.state.current = saved_current
+
+    def st_Try(self, stmt: cst.Try) -> None:
+        start = self.state.copy()
+        self.suite(stmt.body)
+        if stmt.orelse is not None:
+            self.suite(stmt.orelse.body)
+        after_body = self.state
+        result = after_body
+        for handler in stmt.handlers:
+            self.state = join(start, after_body)
+            self.state.dead = False
+            self.suite(handler.body)
+            result = join(result, self.state)
+        self.state = result
+        if stmt.finalbody is not None:
+            was_dead = self.state.dead
+            self.state.dead = False
+            self.suite(stmt.finalbody.body)
+            self.state.dead = self.state.dead or was_dead
+
+    st_TryStar = st_Try
+
+    def st_Match(self, stmt) -> None:
+        self.exprs.ev(stmt.subject)
+        arms = [lambda case=case: self.suite(case.body) for case in stmt.cases]
+        self.branch(*arms, lambda: None)
+
+    def st_FunctionDef(self, stmt: cst.FunctionDef) -> None:
+        # Nested functions are analysed on their own; what they capture outlives this frame.
+        self.state.env[stmt.name.value] = HOST
+        self.nested.append(stmt)
+
+    def st_ClassDef(self, stmt: cst.ClassDef) -> None:
+        self.state.env[stmt.name.value] = HOST
+
+    nested: list
+
+    # -- driving -------------------------------------------------------------------------------
+
+    def run_function(self, node: cst.FunctionDef, is_method: bool) -> None:
+        self.nested = []
+        self.enter_function(node, is_method)
+        self.suite(node.body)
+        if not self.state.dead:
+            self.release_locals(node)
+
+    def run_module(self, module: cst.Module) -> None:
+        self.nested = []
+        body = [s for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+        self.run_block(body)
+
+    def finish(self) -> None:
+        """Drop hazards on values with no evidence of being tensors (precision first)."""
+        self.model.hazards = [h for h in self.model.hazards if h.storage.tensor]
+        self.model.lifetime_hazards = [h for h in self.model.lifetime_hazards if h.storage.tensor]

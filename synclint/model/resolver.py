@@ -1,0 +1,142 @@
+"""A cheap resolver from names in the source to qualified PyTorch names.
+
+libcst's ``QualifiedNameProvider`` builds full scope analysis for every node of every file; that was
+most of Fixit's run time. synclint needs much less: which local names are bound by ``import``
+statements, so that ``th.cuda.Stream``, ``from torch.cuda import stream as cs`` and DeepSpeed's
+``get_accelerator().Stream()`` all resolve to one canonical name. Local variables holding a namespace
+(``acc = get_accelerator()``) are handled by the interpreter, which binds them to a ``ModuleRef``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Optional
+
+import libcst as cst
+
+#: Spellings that behave like ``torch.cuda`` for stream and event purposes.
+_NAMESPACE_ALIASES = {
+    "torch.xpu": "torch.cuda",
+    "torch.accelerator": "torch.cuda",
+    "torch.cuda.streams": "torch.cuda",
+    "torch.mtia": "torch.cuda",
+}
+_NAME_ALIASES = {
+    "torch.Stream": "torch.cuda.Stream",
+    "torch.Event": "torch.cuda.Event",
+    "torch.cuda.StreamContext": "torch.cuda.stream",
+    "torch.cuda.set_stream": "torch.cuda.set_stream",
+    "torch.cuda.current_device_stream": "torch.cuda.current_stream",
+    "torch.cuda.graphs.graph": "torch.cuda.graph",
+    "torch.cuda.CUDAGraph": "torch.cuda.CUDAGraph",
+    "torch.cuda.get_stream": "torch.cuda.current_stream",
+}
+
+
+def canonical(qualname: str) -> str:
+    """Map equivalent spellings onto one name (``torch.xpu.Stream`` -> ``torch.cuda.Stream``)."""
+    for prefix, target in _NAMESPACE_ALIASES.items():
+        if qualname == prefix or qualname.startswith(prefix + "."):
+            qualname = target + qualname[len(prefix):]
+            break
+    return _NAME_ALIASES.get(qualname, qualname)
+
+
+def dotted(node: cst.BaseExpression) -> Optional[str]:
+    """``a.b.c`` as text, or None when the expression is not a plain dotted name."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    name = dotted(node)
+    return name or ""
+
+
+def nested_suites(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
+    """The statement blocks directly inside a compound statement (bodies, else, except, finally)."""
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.BaseSuite):
+        yield body
+    orelse = getattr(stmt, "orelse", None)
+    if isinstance(orelse, cst.If):
+        yield from nested_suites(orelse)
+    elif orelse is not None and isinstance(getattr(orelse, "body", None), cst.BaseSuite):
+        yield orelse.body
+    for handler in getattr(stmt, "handlers", ()) or ():
+        yield handler.body
+    final = getattr(stmt, "finalbody", None)
+    if final is not None:
+        yield final.body
+
+
+def _statements(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    """Every statement, at any depth (imports inside functions, ``if``/``try`` blocks count)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, cst.BaseCompoundStatement):
+            for suite in nested_suites(stmt):
+                yield from _statements(suite.body)
+
+
+class ImportResolver:
+    def __init__(self, module: cst.Module, wrappers: Iterable[str] = ()) -> None:
+        self.aliases: dict[str, str] = {}
+        self.wrappers = {canonical(w) for w in wrappers}
+        self.wrapper_tails = {w.rsplit(".", 1)[-1] for w in self.wrappers}
+        for stmt in _statements(module.body):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Import):
+                        self._import(small)
+                    elif isinstance(small, cst.ImportFrom):
+                        self._import_from(small)
+
+    def _import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _module_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases[alias.asname.name.value] = full
+            else:
+                head = full.split(".", 1)[0]
+                self.aliases.setdefault(head, head)
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative:
+            base = "." * len(node.relative) + (_module_name(node.module) if node.module else "")
+        else:
+            base = _module_name(node.module) if node.module else ""
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = _module_name(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.aliases[local] = f"{base}.{name}" if base else name
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        """The canonical qualified name of a dotted expression, or None."""
+        if isinstance(node, cst.Name):
+            return canonical(self.aliases.get(node.value, node.value))
+        if isinstance(node, cst.Attribute):
+            base = self.qualify(node.value)
+            return canonical(f"{base}.{node.attr.value}") if base else None
+        if isinstance(node, cst.Call) and self.is_wrapper_call(node):
+            return "torch.cuda"
+        return None
+
+    def is_wrapper_call(self, node: cst.Call) -> bool:
+        """``get_accelerator()`` and other configured calls returning a torch.cuda-like object."""
+        if node.args:
+            return False
+        name = self.qualify(node.func)
+        if name is None:
+            return False
+        if name in self.wrappers:
+            return True
+        # Relative or re-exported imports: match on the last component when it was imported.
+        return name.rsplit(".", 1)[-1] in self.wrapper_tails and "." in name

@@ -1,0 +1,213 @@
+"""Which scopes are analysed, in what order, with what they inherit.
+
+* Module-level helpers are summarised first (does calling it synchronize the host? does it return
+  the current stream?), so callers see through them.
+* Each function and the module body are interpreted on their own.
+* A class is analysed as a whole: ``__init__`` first; its attributes (streams, events, buffers) seed
+  every other method. Then each method runs once to learn what it leaves behind: attribute tensors
+  accessed on some stream and not yet ordered before the caller's stream, and the events recorded
+  after them. A second run of every method starts from all of that, so a buffer filled on
+  ``self.stream`` in ``preload()`` and read in ``next()`` without a wait is a hazard, while an
+  event handoff or a ``wait_stream`` in ``next()`` orders it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from synclint.model.interpreter import FunctionSummary, Interpreter
+from synclint.model.resolver import ImportResolver
+from synclint.model.state import EventState
+from synclint.model.timeline import Access, FunctionModel, ModuleModel, OpKind
+from synclint.model.values import EventValue, Storage, StreamValue, StreamList
+from synclint.settings import AnalysisSettings
+
+
+def build_module_model(module: cst.Module, settings: Optional[AnalysisSettings] = None) -> ModuleModel:
+    settings = settings or AnalysisSettings()
+    resolver = ImportResolver(module, settings.accelerator_wrappers)
+    builder = _Builder(module, resolver, settings)
+    return builder.build()
+
+
+class _Builder:
+    def __init__(self, module: cst.Module, resolver: ImportResolver, settings: AnalysisSettings) -> None:
+        self.module = module
+        self.resolver = resolver
+        self.settings = settings
+        self.summaries: dict[str, FunctionSummary] = {}
+        self.result = ModuleModel()
+
+    def interpreter(self, model: FunctionModel, counters: dict, attributes=None) -> Interpreter:
+        interp = Interpreter(model, self.resolver, self.settings, self.summaries, counters, attributes)
+        interp.model_code = self.module.code_for_node
+        return interp
+
+    def build(self) -> ModuleModel:
+        functions = [s for s in self.module.body if isinstance(s, cst.FunctionDef)]
+        classes = [s for s in self.module.body if isinstance(s, cst.ClassDef)]
+        self.summarise(functions)
+        self.run_scope(FunctionModel("<module>", self.module), lambda i: i.run_module(self.module))
+        for function in functions:
+            self.run_function(function, name=function.name.value)
+        for cls in classes:
+            self.run_class(cls)
+        return self.result
+
+    # -- module-level helpers ----------------------------------------------------------------
+
+    def summarise(self, functions: list[cst.FunctionDef]) -> None:
+        """Two rounds, so a helper calling a synchronizing helper is seen as synchronizing."""
+        for _ in range(2):
+            for function in functions:
+                model = FunctionModel(function.name.value, function)
+                interp = self.interpreter(model, {})
+                try:
+                    interp.run_function(function, is_method=False)
+                except RecursionError:
+                    continue
+                summary = FunctionSummary()
+                summary.synchronizes = any(
+                    op.kind == OpKind.HOST_SYNC and op.sync_kind in ("device", "helper", "unknown")
+                    for op in model.ops
+                )
+                summary.returns_current_stream = interp.returned_stream
+                self.summaries[function.name.value] = summary
+
+    # -- functions ------------------------------------------------------------------------------
+
+    def run_scope(self, model: FunctionModel, body, counters=None, attributes=None) -> Interpreter:
+        interp = self.interpreter(model, counters if counters is not None else {}, attributes)
+        body(interp)
+        interp.finish()
+        self.result.functions.append(model)
+        for nested in interp.nested:
+            self.run_function(nested, name=f"{model.name}.{nested.name.value}")
+        return interp
+
+    def run_function(self, node: cst.FunctionDef, name: str) -> None:
+        self.run_scope(FunctionModel(name, node), lambda i: i.run_function(node, is_method=False))
+
+    # -- classes --------------------------------------------------------------------------------
+
+    def run_class(self, cls: cst.ClassDef) -> None:
+        methods = [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
+        init = next((m for m in methods if m.name.value == "__init__"), None)
+        others = [m for m in methods if m is not init]
+        counters: dict[str, int] = {}
+        class_name = cls.name.value
+
+        attributes: dict = {}
+        init_exports = _Exports()
+        if init is not None:
+            interp = self.method(cls, init, counters, {}, record=True)
+            attributes = _attributes(interp)
+            init_exports = _Exports.of(interp)
+
+        # Round 1: learn what each method leaves open.
+        exports = [init_exports]
+        for method in others:
+            interp = self.method(cls, method, counters, attributes, init_exports, record=False)
+            for key, value in _attributes(interp).items():
+                attributes.setdefault(key, value)
+            exports.append(_Exports.of(interp))
+        # Round 2: every method starts from everything any method (itself included) left open.
+        combined = _Exports.combine(exports)
+        for method in others:
+            self.method(cls, method, counters, attributes, combined, record=True)
+
+    def method(self, cls, node, counters, attributes, exports: "Optional[_Exports]" = None, record=True):
+        name = f"{cls.name.value}.{node.name.value}"
+        model = FunctionModel(name, node, class_name=cls.name.value)
+        interp = self.interpreter(model, counters, dict(attributes))
+        if exports is not None:
+            exports.seed(interp)
+        interp.run_function(node, is_method=True)
+        interp.finish()
+        if record:
+            self.result.functions.append(model)
+            for nested in interp.nested:
+                self.run_function(nested, name=f"{name}.{nested.name.value}")
+        return interp
+
+
+def _attributes(interp: Interpreter) -> dict:
+    """Attribute bindings (``self.x``) at the end of a method, on any path."""
+    return {k: v for k, v in interp.state.env.items() if k.startswith(("self.", "cls."))}
+
+
+class _Exports:
+    """What a method leaves behind for the next method: open accesses and recorded events."""
+
+    def __init__(self) -> None:
+        self.accesses: list[Access] = []
+        self.events: dict[str, tuple[EventValue, list[Access], tuple]] = {}
+
+    @classmethod
+    def of(cls, interp: Interpreter) -> "_Exports":
+        out = cls()
+        state = interp.state
+        entry_vc = state.stream_vc(interp.entry.key)
+        attribute_storages = {
+            s.id: s
+            for k, v in state.env.items()
+            if k.startswith("self.")
+            for s in ([v] if isinstance(v, Storage) else [])
+        }
+        for sid, storage in attribute_storages.items():
+            for access in state.history.get(sid, ()):
+                if not access.op.seq or access.stream.key == interp.entry.key:
+                    continue
+                if entry_vc.get(access.stream.key, 0) >= access.op.seq:
+                    continue
+                if state.host_vc.get(access.stream.key, 0) >= access.op.seq:
+                    continue
+                out.accesses.append(access)
+        for key, event_state in state.events.items():
+            value = state.env.get(key)
+            if not isinstance(value, EventValue):
+                continue
+            covered = [a for a in out.accesses if event_state.vc.get(a.stream.key, 0) >= a.op.seq]
+            out.events[key] = (value, covered, event_state.recorded_by)
+        return out
+
+    @classmethod
+    def combine(cls, many: Iterable["_Exports"]) -> "_Exports":
+        out = cls()
+        for exports in many:
+            out.accesses.extend(a for a in exports.accesses if a not in out.accesses)
+            for key, (event, covered, recorded) in exports.events.items():
+                if key in out.events:
+                    old = out.events[key]
+                    out.events[key] = (event, old[1] + covered, old[2] + recorded)
+                else:
+                    out.events[key] = (event, list(covered), recorded)
+        return out
+
+    def seed(self, interp: Interpreter) -> None:
+        """Replay open accesses as ENTRY ops on their streams, before the method's first statement."""
+        replayed: dict[int, object] = {}
+        for access in self.accesses:
+            op = interp.emit(
+                OpKind.ENTRY,
+                access.op.site.node,
+                stream=access.stream,
+                reads=(access.storage,) if access.mode == "read" else (),
+                writes=(access.storage,) if access.mode == "write" else (),
+                origin_op=access.op.site,
+                note="in another method",
+            )
+            op.vc = {}
+            interp.state.vc[access.stream.key] = {access.stream.key: op.seq}
+            interp.access(op, access.storage, access.mode)
+            replayed[id(access)] = op
+        for key, (event, covered, recorded) in self.events.items():
+            vc: dict = {}
+            for access in covered:
+                op = replayed.get(id(access))
+                if op is not None:
+                    vc[op.stream.key] = max(vc.get(op.stream.key, 0), op.seq)
+            interp.state.events[key] = EventState(vc, tuple(recorded))
+        interp.model.hazards.clear()

@@ -1,0 +1,124 @@
+"""The abstract state at one program point, and how two paths' states join.
+
+Joins are where precision is decided: an edge (a wait, a synchronization) made on only one branch
+does not order the join, so vector clocks *meet* (per-stream minimum); the accesses either branch
+made are all kept (union), so hazards from either path show after the join.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from synclint.model.timeline import Access, Op
+from synclint.model.values import Alternatives, StreamValue
+
+VC = dict  # stream key -> count
+
+#: Accesses kept per storage: the newest of each (stream, mode). Bounded so that long functions stay
+#: linear.
+HISTORY_LIMIT = 16
+
+
+def vc_join(a: dict, b: dict) -> dict:
+    if not b:
+        return dict(a)
+    out = dict(a)
+    for key, value in b.items():
+        if value > out.get(key, 0):
+            out[key] = value
+    return out
+
+
+def vc_meet(a: dict, b: dict) -> dict:
+    return {k: min(v, b[k]) for k, v in a.items() if k in b and min(v, b[k]) > 0}
+
+
+@dataclass
+class EventState:
+    vc: dict
+    recorded_by: tuple  # RECORD_EVENT ops that may have recorded it
+    stream: Optional[StreamValue] = None  # where it was last recorded (None: unknown or several)
+
+
+@dataclass
+class State:
+    current: StreamValue
+    env: dict = field(default_factory=dict)
+    vc: dict = field(default_factory=dict)  # stream key -> VC
+    host_vc: dict = field(default_factory=dict)
+    events: dict = field(default_factory=dict)  # event key -> EventState
+    history: dict = field(default_factory=dict)  # storage id -> list[Access]
+    dead: bool = False
+
+    def copy(self) -> "State":
+        return State(
+            current=self.current,
+            env=dict(self.env),
+            vc={k: dict(v) for k, v in self.vc.items()},
+            host_vc=dict(self.host_vc),
+            events={k: EventState(dict(e.vc), e.recorded_by, e.stream) for k, e in self.events.items()},
+            history={k: list(v) for k, v in self.history.items()},
+            dead=self.dead,
+        )
+
+    def stream_vc(self, key: str) -> dict:
+        return vc_join(self.vc.get(key, {}), self.host_vc)
+
+    def remember(self, access: Access) -> None:
+        """Add an access to its storage's history, dropping what it supersedes on its own stream."""
+        history = self.history.setdefault(access.storage.id, [])
+        same = access.stream.key
+        if access.mode == "write":
+            history[:] = [a for a in history if a.stream.key != same]
+        else:
+            history[:] = [a for a in history if not (a.stream.key == same and a.mode == "read")]
+        history.append(access)
+        if len(history) > HISTORY_LIMIT:
+            del history[: len(history) - HISTORY_LIMIT]
+
+
+def join(a: State, b: State) -> State:
+    if a.dead:
+        return b.copy()
+    if b.dead:
+        return a.copy()
+    out = a.copy()
+    for name, value in b.env.items():
+        mine = out.env.get(name)
+        if mine is None:
+            out.env[name] = value
+        elif mine is not value:
+            out.env[name] = _alternatives(mine, value)
+    out.vc = {k: vc_meet(a.vc.get(k, {}), b.vc.get(k, {})) for k in set(a.vc) | set(b.vc)}
+    out.host_vc = vc_meet(a.host_vc, b.host_vc)
+    for key in set(a.events) | set(b.events):
+        ea, eb = a.events.get(key), b.events.get(key)
+        if ea and eb:
+            recorded = ea.recorded_by + tuple(op for op in eb.recorded_by if op not in ea.recorded_by)
+            stream = ea.stream if ea.stream is not None and eb.stream is not None and ea.stream.key == eb.stream.key else None
+            out.events[key] = EventState(vc_meet(ea.vc, eb.vc), recorded, stream)
+        else:
+            only = ea or eb
+            out.events[key] = EventState({}, only.recorded_by, only.stream)
+    for sid, accesses in b.history.items():
+        mine = out.history.setdefault(sid, [])
+        for access in accesses:
+            if access not in mine:
+                mine.append(access)
+        if len(mine) > HISTORY_LIMIT * 2:
+            del mine[: len(mine) - HISTORY_LIMIT * 2]
+    return out
+
+
+def _alternatives(a, b) -> Alternatives:
+    values: list = []
+    for v in (a, b):
+        for item in v.values if isinstance(v, Alternatives) else (v,):
+            if not any(item is seen for seen in values):
+                values.append(item)
+    return Alternatives(tuple(values[:8]))
+
+
+def last_ops(history: list[Access]) -> list[Op]:
+    return [a.op for a in history]

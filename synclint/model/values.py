@@ -1,0 +1,171 @@
+"""The abstract values the interpreter tracks: streams, events, tensor storages, collective handles.
+
+A *storage* stands for the memory a tensor and all its views share: a view binds a new name to the
+same :class:`Storage`. Identity matters, equality does not, so values compare by identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+#: How sure we are of a stream's identity. Only streams whose origins make them provably distinct
+#: are compared for hazards (precision first): see :meth:`StreamValue.distinct_from`.
+ORIGINS = ("default", "created", "attribute", "parameter", "unknown", "collective")
+
+
+@dataclass(eq=False)
+class StreamValue:
+    key: str
+    label: str
+    origin: str = "unknown"
+    created_at: Optional[cst.CSTNode] = None
+    #: For streams taken from a container (``self.streams[i]``): the container's key and the index
+    #: text, so that ``streams[0]`` and ``streams[1]`` are distinct but ``streams[i]`` and
+    #: ``streams[j]`` may alias.
+    container: Optional[str] = None
+    index: Optional[str] = None
+
+    @property
+    def is_default(self) -> bool:
+        return self.origin == "default"
+
+    @property
+    def short(self) -> str:
+        """The name used in ``data`` for confirm and JSON (``default``, ``s``, ``self.stream``)."""
+        return "default" if self.is_default else self.key.split("@", 1)[0]
+
+    def same(self, other: "StreamValue") -> bool:
+        return self.key == other.key
+
+    def distinct_from(self, other: "StreamValue") -> bool:
+        """True when the two are certainly different streams (so unordered work on them races)."""
+        if self.key == other.key:
+            return False
+        sure = {"default", "created", "attribute", "collective"}
+        if self.origin not in sure or other.origin not in sure:
+            return False
+        if self.container and self.container == other.container:
+            both_literal = (self.index or "").isdigit() and (other.index or "").isdigit()
+            return both_literal and self.index != other.index
+        return True
+
+    def __repr__(self) -> str:
+        return f"<stream {self.key}>"
+
+
+DEFAULT_KEY = "<default>"
+
+
+def default_stream() -> StreamValue:
+    return StreamValue(DEFAULT_KEY, "the default stream", "default")
+
+
+@dataclass(eq=False)
+class EventValue:
+    key: str
+    label: str
+    enable_timing: Optional[bool] = None
+    created_at: Optional[cst.CSTNode] = None
+    origin: str = "created"
+
+    def __repr__(self) -> str:
+        return f"<event {self.key}>"
+
+
+@dataclass(eq=False)
+class Storage:
+    """The memory behind a tensor and its views."""
+
+    id: int
+    label: str
+    alloc_stream: Optional[StreamValue] = None
+    alloc_node: Optional[cst.CSTNode] = None
+    device: Optional[str] = None  # "cuda", "cpu" or None (unknown)
+    pinned: Optional[bool] = None
+    #: "param" (made by the caller), "attribute" (held by an object), "local" (made here).
+    origin: str = "local"
+    #: Set when a reference outlives the function: returned, stored in an attribute or a container,
+    #: yielded, captured. Held references (FSDP-style) are correct, so escaped storages are never
+    #: reported as freed too early *here*.
+    escapes: bool = False
+    #: Streams the tensor was handed to with ``record_stream``.
+    recorded_streams: list = field(default_factory=list)
+    #: Evidence that this is a tensor at all. Parameters and results of unknown calls start without
+    #: it and gain it when used as a tensor (a tensor method, arithmetic, a torch function); hazards
+    #: on values that never show evidence are dropped, because they are usually configs or modules.
+    tensor: bool = True
+
+    @property
+    def on_host(self) -> bool:
+        return self.device == "cpu"
+
+    def __repr__(self) -> str:
+        return f"<storage {self.label}#{self.id}>"
+
+
+@dataclass(eq=False)
+class WorkValue:
+    """A collective's ``Work`` handle (``async_op=True``): ``wait()`` orders the *current stream*."""
+
+    stream: StreamValue
+    node: cst.CSTNode
+
+
+@dataclass(eq=False)
+class ModuleRef:
+    """A namespace such as ``torch.cuda`` (or an accelerator object that mirrors it)."""
+
+    qualname: str
+
+
+@dataclass(eq=False)
+class StreamList:
+    """A container of streams (``[torch.cuda.Stream() for _ in range(n)]``)."""
+
+    key: str
+    label: str
+
+
+class HostValue:
+    """Something that is certainly not a tensor, stream or event (numbers, strings, shapes)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<host>"
+
+
+HOST = HostValue()
+
+
+@dataclass(eq=False)
+class Alternatives:
+    """A name bound to different values on different paths (after an ``if``)."""
+
+    values: tuple
+
+    def storages(self) -> list[Storage]:
+        return [v for v in self.values if isinstance(v, Storage)]
+
+
+def storages_of(value) -> list[Storage]:
+    if isinstance(value, Storage):
+        return [value]
+    if isinstance(value, Alternatives):
+        return value.storages()
+    if isinstance(value, TupleValue):
+        out: list[Storage] = []
+        for item in value.items:
+            out.extend(storages_of(item))
+        return out
+    return []
+
+
+@dataclass(eq=False)
+class TupleValue:
+    """A tuple or list literal, kept so that ``a, b = x.chunk(2)`` and ``for t in (x, y)`` work."""
+
+    items: tuple

@@ -1,0 +1,69 @@
+"""Shared wording and fix helpers for rules (not a rule module: the registry skips ``_`` names)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from synclint.model import FunctionModel, StreamValue
+from synclint.model.resolver import ImportResolver
+from synclint.rules.base import RuleContext
+
+_EXPRESSION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def functions(ctx: RuleContext) -> Iterator[FunctionModel]:
+    yield from ctx.model.functions
+
+
+def stream_text(stream: StreamValue) -> Optional[str]:
+    """Source text naming ``stream`` at the point of a fix, when it is a plain name or attribute."""
+    if stream.is_default:
+        return None
+    text = stream.short
+    return text if _EXPRESSION.match(text) else None
+
+
+def torch_name(ctx: RuleContext) -> Optional[str]:
+    """The local name bound to the ``torch`` module (``torch``, ``th``), or None."""
+    resolver = ctx.__dict__.get("_resolver")
+    if resolver is None:
+        resolver = ImportResolver(ctx.module, ctx.settings.accelerator_wrappers)
+        ctx.__dict__["_resolver"] = resolver
+    for local, target in resolver.aliases.items():
+        if target == "torch":
+            return local
+    return None
+
+
+def current_stream_call(ctx: RuleContext) -> Optional[str]:
+    torch = torch_name(ctx)
+    return f"{torch}.cuda.current_stream()" if torch else None
+
+
+def enclosing_with(ctx: RuleContext, node: cst.CSTNode) -> Optional[cst.With]:
+    for ancestor in ctx.positions.ancestors(node):
+        if isinstance(ancestor, cst.With):
+            return ancestor
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            return None
+    return None
+
+
+def inside_loop(ctx: RuleContext, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
+    for ancestor in ctx.positions.ancestors(node):
+        if ancestor is stop:
+            return False
+        if isinstance(ancestor, (cst.For, cst.While)):
+            return True
+    return False
+
+
+def is_identifier_path(text: str) -> bool:
+    return bool(_EXPRESSION.match(text))
+
+
+def describe_access(mode: str) -> str:
+    return "written" if mode == "write" else "read"

@@ -1,0 +1,105 @@
+"""SYN101 unordered-cross-stream-access: a query over ``FunctionModel.hazards``.
+
+A hazard whose two streams did *not* both wait for a common producer (that is SYN103) is reported
+at the second access, with the first as a related location. The unsafe fix inserts the missing
+``wait_stream`` where one place is clearly right: before the ``with`` block when a side stream reads
+work of the stream current outside it, or before the consuming statement when the current stream
+uses a side stream's result.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from synclint.diagnostics import Applicability, Diagnostic, Fix
+from synclint.model import Hazard, OpKind
+from synclint.rules._common import (
+    current_stream_call,
+    describe_access,
+    enclosing_with,
+    functions,
+    stream_text,
+)
+from synclint.rules.base import FixKind, Rule, RuleContext
+
+
+def hazard_data(hazard: Hazard, ctx: RuleContext) -> dict:
+    def side(access) -> dict:
+        return {
+            "stream": access.stream.short,
+            "line": ctx.line(access.node),
+            "access": access.mode,
+        }
+
+    return {
+        "tensor": hazard.storage.label,
+        "hazard": hazard.kind,
+        "first": side(hazard.first),
+        "second": side(hazard.second),
+    }
+
+
+def first_clause(hazard: Hazard, ctx: RuleContext) -> str:
+    first = hazard.first
+    where = f"{first.stream.label} (line {ctx.line(first.node)})"
+    if first.op.kind == OpKind.ENTRY and first.op.origin_op is None:
+        return f"`{hazard.storage.label}` is produced on {first.stream.label} by the caller (parameter, line {ctx.line(first.node)})"
+    if first.op.kind == OpKind.ENTRY:
+        return f"`{hazard.storage.label}` is {describe_access(first.mode)} on {where} in another method"
+    return f"`{hazard.storage.label}` is {describe_access(first.mode)} on {where}"
+
+
+class UnorderedCrossStreamAccess(Rule):
+    code = "SYN101"
+    name = "unordered-cross-stream-access"
+    summary = "a tensor written on one stream and used on another with no happens-before edge"
+    fix_kind = FixKind.UNSAFE
+    triggers = ("stream", "Stream", "async_op", "isend", "irecv")
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        for function in functions(ctx):
+            for hazard in function.hazards:
+                if hazard.common_producer is not None:
+                    continue
+                yield self.report(ctx, hazard)
+
+    def report(self, ctx: RuleContext, hazard: Hazard) -> Diagnostic:
+        second = hazard.second
+        line = ctx.line(second.node)
+        message = (
+            f"{first_clause(hazard, ctx)} and {describe_access(second.mode)} on "
+            f"{second.stream.label} (line {line}) with nothing ordering them"
+        )
+        fix = self.fix(ctx, hazard)
+        if fix is not None:
+            message += f"; {fix.message}"
+        related = [(hazard.first.node, f"`{hazard.storage.label}` {describe_access(hazard.first.mode)} on {hazard.first.stream.label}")]
+        return ctx.diagnostic(self, second.node, message, related, fix, hazard_data(hazard, ctx))
+
+    def fix(self, ctx: RuleContext, hazard: Hazard) -> Optional[Fix]:
+        first, second = hazard.first, hazard.second
+        if second.op.iteration or first.op.index > second.op.index and first.op.kind != OpKind.ENTRY:
+            return None
+        current = current_stream_call(ctx)
+        if current is None:
+            return None
+        if first.stream.is_default and not second.stream.is_default:
+            block = enclosing_with(ctx, second.node)
+            waiter = stream_text(second.stream)
+            if block is None or waiter is None or second.op.block_stream is None:
+                return None
+            if second.op.block_stream.key != second.stream.key:
+                return None
+            text = f"{waiter}.wait_stream({current})"
+            return ctx.insert_before_statement(
+                block, text, f"call `{text}` before the `with` block", Applicability.UNSAFE
+            )
+        if second.stream.is_default and not first.stream.is_default and second.op.block_stream is None:
+            producer = stream_text(first.stream)
+            if producer is None:
+                return None
+            text = f"{current}.wait_stream({producer})"
+            return ctx.insert_before_statement(
+                second.node, text, f"call `{text}` before line {ctx.line(second.node)}", Applicability.UNSAFE
+            )
+        return None

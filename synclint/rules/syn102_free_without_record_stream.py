@@ -1,0 +1,85 @@
+"""SYN102 free-without-record-stream: a query over ``FunctionModel.lifetime_hazards``.
+
+Points at the use on the other stream, with the allocation and the release as related locations.
+The unsafe fix inserts ``t.record_stream(<consumer>)`` just before the statement where the last
+reference dies (a ``return`` or ``del``), when the tensor has a plain name there.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from synclint.diagnostics import Applicability, Diagnostic, Fix
+from synclint.model import LifetimeHazard
+from synclint.rules._common import current_stream_call, functions, is_identifier_path, stream_text
+from synclint.rules.base import FixKind, Rule, RuleContext
+
+
+class FreeWithoutRecordStream(Rule):
+    code = "SYN102"
+    name = "free-without-record-stream"
+    summary = "a tensor used on a stream other than its allocation stream is freed before that use is ordered"
+    fix_kind = FixKind.UNSAFE
+    triggers = ("stream", "Stream")
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        for function in functions(ctx):
+            for hazard in function.lifetime_hazards:
+                yield self.report(ctx, hazard)
+
+    def report(self, ctx: RuleContext, hazard: LifetimeHazard) -> Diagnostic:
+        storage = hazard.storage
+        alloc = storage.alloc_stream
+        use = hazard.use
+        name = storage.label
+        release_line = ctx.line(hazard.release.node)
+        if hazard.how == "handed-off":
+            message = (
+                f"`{name}` is allocated on {alloc.label} and returned at line {release_line} for use on "
+                f"{use.stream.label} without `record_stream`: when the caller drops it, its memory goes "
+                f"back to {alloc.label}'s pool and may be reused there while {use.stream.label} still uses it"
+            )
+        else:
+            message = (
+                f"`{name}` is allocated on {alloc.label} and used on {use.stream.label} (line "
+                f"{ctx.line(use.node)}), but its last reference dies at line {release_line} before "
+                f"that use is ordered before later work on {alloc.label}: the caching allocator may "
+                f"reuse its memory on {alloc.label} while {use.stream.label} still uses it"
+            )
+        fix = self.fix(ctx, hazard)
+        if fix is not None:
+            message += f"; {fix.message}"
+        related = []
+        if storage.alloc_node is not None:
+            related.append((storage.alloc_node, f"`{name}` allocated on {alloc.label}"))
+        if hazard.how == "freed":
+            related.append((hazard.release.node, f"last reference to `{name}` dies here"))
+        data = {
+            "tensor": name,
+            "hazard": "free-without-record-stream",
+            "how": hazard.how,
+            "alloc": {"stream": alloc.short, "line": ctx.line(storage.alloc_node) if storage.alloc_node else None},
+            "use": {"stream": use.stream.short, "line": ctx.line(use.node)},
+            "release": {"line": release_line},
+        }
+        node = use.node if hazard.how == "freed" else hazard.release.node
+        return ctx.diagnostic(self, node, message, related, fix, data)
+
+    def fix(self, ctx: RuleContext, hazard: LifetimeHazard) -> Optional[Fix]:
+        release = hazard.release.node
+        if not isinstance(release, (cst.Return, cst.Del)):
+            return None
+        name = hazard.storage.label
+        if not is_identifier_path(name):
+            return None
+        consumer = hazard.use.stream
+        if consumer.is_default:
+            target = current_stream_call(ctx)
+        else:
+            target = stream_text(consumer)
+        if target is None:
+            return None
+        text = f"{name}.record_stream({target})"
+        return ctx.insert_before_statement(release, text, f"call `{text}` before line {ctx.line(release)}", Applicability.UNSAFE)

@@ -1,0 +1,68 @@
+"""SYN104 stream-waits-on-itself: ``wait_stream`` / ``record_stream`` given the current stream
+inside that same stream's block, where ``current_stream()`` *is* the block's stream (a no-op).
+
+The unsafe fix captures the stream before the ``with`` block and passes the captured value.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from synclint.diagnostics import Applicability, Diagnostic, Edit, Fix
+from synclint.model import Op, OpKind
+from synclint.rules._common import current_stream_call, enclosing_with, functions
+from synclint.rules.base import FixKind, Rule, RuleContext
+
+CAPTURED = "producer_stream"
+
+
+class StreamWaitsOnItself(Rule):
+    code = "SYN104"
+    name = "stream-waits-on-itself"
+    summary = "wait_stream/record_stream given the current stream inside that stream's own block (a no-op)"
+    fix_kind = FixKind.UNSAFE
+    triggers = ("current_stream",)
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        seen: set[int] = set()
+        for function in functions(ctx):
+            for op in function.ops:
+                if id(op.node) in seen or not op.arg_is_current_stream or op.block_stream is None:
+                    continue
+                if op.kind == OpKind.WAIT_STREAM and op.target is not None and op.target.key == op.stream.key:
+                    what = f"`{ctx.code_for(op.node.func)}(...)` makes {op.stream.label} wait for itself"
+                elif op.kind == OpKind.RECORD_STREAM and op.target is not None and any(
+                    s.alloc_stream is not None and s.alloc_stream.key == op.target.key for s in op.reads
+                ):
+                    what = (
+                        f"`record_stream` is given {op.target.label}, the stream the tensor was allocated on"
+                    )
+                else:
+                    continue
+                seen.add(id(op.node))
+                message = (
+                    f"{what}: inside `with torch.cuda.stream(...)` the current stream is "
+                    f"{op.block_stream.label}, so this call is a no-op"
+                )
+                fix = self.fix(ctx, op)
+                message += f"; {fix.message}" if fix else "; capture the intended stream before the block"
+                yield ctx.diagnostic(self, op.node, message, fix=fix, data={"stream": op.stream.short})
+
+    def fix(self, ctx: RuleContext, op: Op) -> Optional[Fix]:
+        block = enclosing_with(ctx, op.node)
+        current = current_stream_call(ctx)
+        call = op.node
+        if block is None or current is None or not isinstance(call, cst.Call) or not call.args:
+            return None
+        if CAPTURED in ctx.source:
+            return None
+        argument = call.args[0].value
+        insert = ctx.insert_before_statement(block, f"{CAPTURED} = {current}", "", Applicability.UNSAFE)
+        replace = Edit(ctx.span(argument), CAPTURED)
+        return Fix(
+            f"capture `{CAPTURED} = {current}` before the `with` block and pass `{CAPTURED}`",
+            Applicability.UNSAFE,
+            insert.edits + (replace,),
+        )
