@@ -1,12 +1,20 @@
 """Lint one file's text: parse, build the model lazily, run the selected rules.
 
 This is the core the CLI, the cache, the fixer and ``confirm`` all call. It never raises for bad
-input: a parse failure becomes SYN001, and a crash inside a rule becomes a diagnostic for the file.
+input: a parse failure becomes SYN001. A rule that crashes is a bug in synclint, not in the user's
+code: :func:`analyse` isolates it (the other rules still run) and returns it as a :class:`RuleCrash`,
+which the pipeline reports on standard error and turns into exit status 2. :func:`lint_source`, the
+small API used by tests, re-raises it so that a crashing rule fails loudly there.
 (Decoding bytes, suppressions, SYN002, and file discovery are layered on top in the pipeline.)
 """
 
 from __future__ import annotations
 
+import ast
+import re
+import traceback
+import warnings
+from dataclasses import dataclass, field
 from typing import Iterable
 
 import libcst as cst
@@ -21,16 +29,65 @@ def default_codes() -> frozenset[str]:
     return frozenset(code for code, rule in all_rules().items() if rule.default_enabled)
 
 
-def syntax_error_diagnostic(path: str, error: cst.ParserSyntaxError) -> Diagnostic:
-    line = max(1, error.raw_line)
-    column = max(1, error.raw_column + 1)
-    reason = error.message.splitlines()[0] if error.message else "invalid syntax"
-    at = Position(line, column)
+@dataclass(frozen=True)
+class RuleCrash:
+    """An exception raised inside one rule's ``check`` on one file."""
+
+    code: str
+    path: str
+    summary: str  # "ValueError: ..."
+    traceback: str
+    error: BaseException | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class Analysis:
+    diagnostics: list[Diagnostic]
+    crashes: list[RuleCrash] = field(default_factory=list)
+    parsed: bool = True
+
+
+_LIBCST_AT = re.compile(r"error at (\d+):(\d+):\s*")
+
+
+def _python_syntax_error(source: str, path: str) -> SyntaxError | None:
+    """CPython's own complaint about ``source``: far more readable than the parser generator's
+    ("'(' was never closed" instead of "expected one of (, ), *, +, ..."), with its position."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError as error:
+        return error
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    return None
+
+
+def syntax_error_diagnostic(path: str, error: cst.ParserSyntaxError, source: str | None = None) -> Diagnostic:
+    """SYN001 with CPython's message and position when CPython rejects the file too, else
+    libcst's (a construct libcst cannot parse yet)."""
+    python_error = _python_syntax_error(source, path) if source is not None else None
+    if python_error is not None and python_error.lineno:
+        line = max(1, python_error.lineno)
+        column = max(1, python_error.offset or 1)
+        message = f"syntax error: {python_error.msg}"
+    else:
+        raw = (error.message or "").replace("parser error: ", "", 1)
+        at = _LIBCST_AT.search(raw)
+        if at:
+            line, column = int(at.group(1)), int(at.group(2)) + 1
+            raw = raw[: at.start()] + raw[at.end():]
+        else:
+            line, column = max(1, error.raw_line), max(1, error.raw_column + 1)
+        reason = " ".join(raw.split()) or "invalid syntax"
+        message = f"cannot parse: {reason}"
+    at_position = Position(line, column)
     return Diagnostic(
         code="SYN001",
-        message=f"syntax error: {reason}",
+        message=message,
         path=path,
-        span=Span(at, at),
+        span=Span(at_position, at_position),
         noqa_line=line,
         noqa_end_line=line,
     )
@@ -42,7 +99,10 @@ def run_rules(
     module: cst.Module,
     codes: Iterable[str],
     settings: AnalysisSettings,
+    crashes: list[RuleCrash] | None = None,
 ) -> list[Diagnostic]:
+    """Run the selected (non-builtin) rules. A crash is appended to ``crashes`` when given,
+    else re-raised."""
     rules = all_rules()
     ctx = RuleContext(path, source, module, settings)
     found: list[Diagnostic] = []
@@ -51,8 +111,48 @@ def run_rules(
         if rule_cls is None or rule_cls.builtin:
             continue
         rule: Rule = rule_cls()
-        found.extend(d for d in rule.check(ctx) if d.code == code)
+        try:
+            found.extend(d for d in rule.check(ctx) if d.code == code)
+        except Exception as error:  # noqa: BLE001 - a rule bug must not stop the run
+            if crashes is None:
+                raise
+            crashes.append(
+                RuleCrash(
+                    code=code,
+                    path=path,
+                    summary=f"{type(error).__name__}: {error}",
+                    traceback=traceback.format_exc(),
+                    error=error,
+                )
+            )
     return sorted(set(found), key=Diagnostic.sort_key)
+
+
+def analyse(
+    source: str,
+    path: str = "<string>",
+    codes: Iterable[str] | None = None,
+    settings: AnalysisSettings | None = None,
+) -> Analysis:
+    """Parse and run the rules, isolating rule crashes."""
+    settings = settings or AnalysisSettings()
+    selected = default_codes() if codes is None else frozenset(codes)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        found = [syntax_error_diagnostic(path, error, source)] if "SYN001" in selected else []
+        return Analysis(found, parsed=False)
+    except (RecursionError, MemoryError) as error:
+        # Pathologically deep nesting: report it like a syntax error rather than crash.
+        at = Position(1, 1)
+        reason = "too deeply nested to parse" if isinstance(error, RecursionError) else "too large"
+        found = [
+            Diagnostic("SYN001", f"cannot parse: {reason}", path, Span(at, at), noqa_line=1)
+        ] if "SYN001" in selected else []
+        return Analysis(found, parsed=False)
+    crashes: list[RuleCrash] = []
+    found = run_rules(path, source, module, selected, settings, crashes)
+    return Analysis(found, crashes)
 
 
 def lint_source(
@@ -61,11 +161,11 @@ def lint_source(
     codes: Iterable[str] | None = None,
     settings: AnalysisSettings | None = None,
 ) -> list[Diagnostic]:
-    """Lint Python source text and return its diagnostics (unsuppressed), sorted."""
-    settings = settings or AnalysisSettings()
-    selected = default_codes() if codes is None else frozenset(codes)
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as error:
-        return [syntax_error_diagnostic(path, error)] if "SYN001" in selected else []
-    return run_rules(path, source, module, selected, settings)
+    """Lint Python source text and return its diagnostics (unsuppressed), sorted.
+
+    A crashing rule raises here (it is a bug to fix); the pipeline reports crashes instead."""
+    result = analyse(source, path, codes, settings)
+    if result.crashes:
+        crash = result.crashes[0]
+        raise RuntimeError(f"rule {crash.code} crashed on {path}: {crash.summary}") from crash.error
+    return result.diagnostics

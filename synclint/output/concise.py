@@ -1,0 +1,19 @@
+"""``concise``: one line per finding, ``path:line:col: SYN101 message``."""
+
+from __future__ import annotations
+
+from synclint.diagnostics import Applicability
+from synclint.output import Report
+from synclint.output.style import Style
+
+
+def render(report: Report) -> str:
+    s = Style(report.color)
+    lines = []
+    for d in report.diagnostics:
+        mark = "[*] " if d.fix is not None and d.fix.applicability is Applicability.SAFE else ""
+        lines.append(
+            f"{s.bold(d.path)}{s.cyan(':')}{d.span.start.line}{s.cyan(':')}{d.span.start.column}"
+            f"{s.cyan(':')} {s.red(s.bold(d.code))} {mark}{d.message}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,179 @@
+"""Linting one file: bytes to text, the text prefilter, the engine, suppressions and SYN002.
+
+Everything that can go wrong with a file (undecodable bytes, NUL bytes, bad syntax) becomes SYN001
+for that file; an unreadable file or a crashing rule becomes an *error* (reported on standard error,
+exit status 2) and the run goes on with the other files.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from synclint.diagnostics import Diagnostic, Position, Span
+from synclint.engine import Analysis, analyse
+from synclint.rules.registry import all_rules
+from synclint.settings import AnalysisSettings
+from synclint.suppressions import (
+    apply_suppressions,
+    parse_directives,
+    unknown_codes,
+    unused_suppressions,
+)
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    """What to check in one file: the enabled codes (after per-file ignores) and the analysis
+    options. Picklable, so it travels to worker processes; part of the cache key."""
+
+    codes: frozenset[str]
+    settings: AnalysisSettings = field(default_factory=AnalysisSettings)
+
+    def cache_key(self) -> str:
+        return f"{sorted(self.codes)!r}|{self.settings.cache_key()}"
+
+
+@dataclass
+class FileResult:
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    source: str | None = None  # the (final) text, kept for code frames
+    encoding: str = "utf-8"
+    errors: list[str] = field(default_factory=list)  # make the run exit 2
+    warnings: list[str] = field(default_factory=list)
+    fixed: int = 0
+    original: str | None = None  # the text before fixes, when fixes changed it
+
+    @property
+    def cacheable(self) -> bool:
+        return not self.errors
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str | None
+    encoding: str
+    problem: Diagnostic | None = None
+
+
+def _point_diagnostic(path: str, line: int, column: int, message: str) -> Diagnostic:
+    at = Position(line, column)
+    return Diagnostic("SYN001", message, path, Span(at, at), noqa_line=line, noqa_end_line=line)
+
+
+def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    line = data.count(b"\n", 0, offset) + 1
+    column = len(data[line_start:offset].decode("utf-8", errors="replace")) + 1
+    return line, column
+
+
+def decode(data: bytes, path: str) -> Decoded:
+    """Bytes to text, honouring a BOM and a PEP 263 coding line; problems become SYN001."""
+    if b"\x00" in data:
+        line, column = _byte_position(data, data.index(b"\x00"))
+        return Decoded(None, "utf-8", _point_diagnostic(
+            path, line, column, "file contains NUL bytes: this is not Python source (binary file?)"
+        ))
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        line = getattr(error, "lineno", None) or 1
+        return Decoded(None, "utf-8", _point_diagnostic(
+            path, line, 1, f"invalid encoding declaration: {error.msg if hasattr(error, 'msg') else error}"
+        ))
+    try:
+        return Decoded(data.decode(encoding), encoding)
+    except UnicodeDecodeError as error:
+        line, column = _byte_position(data, error.start)
+        byte = data[error.start : error.start + 1].hex()
+        name = "UTF-8" if encoding in ("utf-8", "utf-8-sig") else encoding
+        hint = (
+            "declare the file's encoding with a PEP 263 coding line or re-encode it as UTF-8"
+            if name == "UTF-8"
+            else "fix the coding line or the file's bytes"
+        )
+        return Decoded(None, encoding, _point_diagnostic(
+            path, line, column, f"not valid {name}: byte 0x{byte} cannot be decoded; {hint}"
+        ))
+
+
+@lru_cache(maxsize=64)
+def _triggers_for(codes: frozenset[str]) -> tuple[str, ...] | None:
+    """Trigger words of the enabled rules; None when some enabled rule has none (no prefilter)."""
+    words: set[str] = set()
+    for code in codes:
+        rule = all_rules().get(code)
+        if rule is None or rule.builtin:
+            continue
+        if not rule.triggers:
+            return None
+        words.update(rule.triggers)
+    return tuple(sorted(words))
+
+
+def _compiles(text: str, path: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, path, "exec", ast.PyCF_ONLY_AST)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
+
+
+def prefiltered(text: str, path: str, codes: frozenset[str]) -> Analysis | None:
+    """An empty analysis when no enabled rule can fire and the file compiles; else None.
+
+    Skipping the libcst parse is the single biggest saving on large trees (most files never touch
+    streams). A file that does not compile is parsed with libcst anyway, so SYN001 keeps its exact
+    message and position."""
+    triggers = _triggers_for(codes)
+    if triggers is None or any(word in text for word in triggers):
+        return None
+    if not _compiles(text, path):
+        return None
+    return Analysis([], parsed=True)
+
+
+def lint_text(text: str, path: str, file_settings: FileSettings, prefilter: bool = True) -> FileResult:
+    """Lint decoded text: the engine, then suppressions and SYN002."""
+    codes = file_settings.codes
+    analysis = (prefilter and prefiltered(text, path, codes)) or analyse(
+        text, path, codes, file_settings.settings
+    )
+    result = FileResult(path=path, source=text)
+    for crash in analysis.crashes:
+        result.errors.append(
+            f"internal error: rule {crash.code} crashed on {path}: {crash.summary} "
+            "(this is a synclint bug; please report it with the file)\n"
+            + crash.traceback.rstrip()
+        )
+    directives = parse_directives(text)
+    known = all_rules().keys()
+    for line, code in unknown_codes(directives, known):
+        result.warnings.append(
+            f"{path}:{line}: unknown rule code `{code}` in a suppression comment"
+        )
+    kept = apply_suppressions(analysis.diagnostics, directives)
+    if "SYN002" in codes and analysis.parsed:
+        unused = unused_suppressions(path, directives, codes, known)
+        file_level = [d for d in directives if d.kind == "ignore-file"]
+        kept.extend(d for d in unused if not any(f.matches("SYN002") for f in file_level))
+    result.diagnostics = sorted(kept, key=Diagnostic.sort_key)
+    return result
+
+
+def lint_bytes(data: bytes, path: str, file_settings: FileSettings) -> FileResult:
+    decoded = decode(data, path)
+    if decoded.text is None:
+        found = [decoded.problem] if decoded.problem and "SYN001" in file_settings.codes else []
+        return FileResult(path=path, diagnostics=found, source=None, encoding=decoded.encoding)
+    result = lint_text(decoded.text, path, file_settings)
+    result.encoding = decoded.encoding
+    return result

@@ -1,0 +1,113 @@
+"""Running the pipeline over many files: the cache, fixing, writing, and worker processes.
+
+Each file is one :class:`Job`, handled by :func:`run_job` in this process or in a worker. Worker
+processes pay off only with enough files (start-up costs a few hundred milliseconds), so small runs
+stay serial. Results are sorted by path, so the output never depends on scheduling.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from synclint.pipeline import FileResult, FileSettings, decode, lint_bytes, lint_text
+
+#: Fewer files than this are linted in this process.
+PARALLEL_THRESHOLD = 32
+MAX_WORKERS = 8
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str  # file system path, or "-" for standard input (then ``data`` is set)
+    display: str  # the path shown in reports
+    file_settings: FileSettings
+    mode: str = "check"  # "check", "fix" (write) or "diff" (compute fixes, write nothing)
+    unsafe: bool = False
+    cache_dir: str | None = None
+    data: bytes | None = None
+
+
+def run_job(job: Job) -> FileResult:
+    """Lint (and maybe fix) one file; never raises."""
+    try:
+        data = job.data if job.data is not None else Path(job.path).read_bytes()
+    except OSError as error:
+        return FileResult(job.display, errors=[f"cannot read {job.display}: {error.strerror or error}"])
+    try:
+        return _process(data, job)
+    except Exception as error:  # noqa: BLE001 - one file's crash must not end the run
+        return FileResult(
+            job.display,
+            errors=[
+                f"internal error while linting {job.display}: {type(error).__name__}: {error} "
+                "(this is a synclint bug; please report it with the file)\n"
+                + traceback.format_exc().rstrip()
+            ],
+        )
+
+
+def _process(data: bytes, job: Job) -> FileResult:
+    cache = key = None
+    if job.mode == "check" and job.cache_dir is not None:
+        from synclint.cache import Cache
+
+        cache = Cache(Path(job.cache_dir))
+        key = cache.key(data, job.display, job.file_settings.cache_key())
+        hit = cache.get(key, job.display)
+        if hit is not None:
+            diagnostics, warnings = hit
+            source = decode(data, job.display).text if diagnostics else None
+            return FileResult(job.display, diagnostics, source, warnings=warnings)
+    result = lint_bytes(data, job.display, job.file_settings)
+    if job.mode in ("fix", "diff") and result.source is not None and not result.errors:
+        _fix(result, job)
+    if cache is not None and key is not None and result.cacheable:
+        cache.put(key, result.diagnostics, result.warnings)
+    return result
+
+
+def _fix(result: FileResult, job: Job) -> None:
+    from synclint.fixer import fix_text, write_atomic
+
+    def lint(text: str):
+        return lint_text(text, job.display, job.file_settings).diagnostics
+
+    original = result.source
+    outcome = fix_text(original, lint, job.unsafe)
+    if outcome.applied == 0 or outcome.text == original:
+        return
+    try:
+        encoded = outcome.text.encode(result.encoding)
+    except UnicodeEncodeError as error:
+        result.errors.append(f"cannot write fixes to {job.display}: {error.reason} in {result.encoding}")
+        return
+    if job.mode == "fix" and job.path != "-":
+        try:
+            write_atomic(Path(job.path), encoded)
+        except OSError as error:
+            result.errors.append(f"cannot write {job.display}: {error.strerror or error}")
+            return
+    result.original = original
+    result.source = outcome.text
+    result.fixed = outcome.applied
+    result.diagnostics = outcome.diagnostics
+
+
+def run_jobs(jobs: list[Job], parallel: bool = True) -> list[FileResult]:
+    """Run every job; results in path order."""
+    results: list[FileResult] | None = None
+    workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    if parallel and len(jobs) >= PARALLEL_THRESHOLD and workers > 1:
+        try:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                chunk = max(1, len(jobs) // (workers * 4))
+                results = list(pool.map(run_job, jobs, chunksize=chunk))
+        except (OSError, RuntimeError, ImportError):
+            results = None  # no worker processes here (sandbox, frozen app): go serial
+    if results is None:
+        results = [run_job(job) for job in jobs]
+    return sorted(results, key=lambda r: r.path)
