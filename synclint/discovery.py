@@ -40,7 +40,7 @@ class ExcludeRules:
     respect_gitignore: bool = True
 
     def spec(self) -> pathspec.PathSpec:
-        return pathspec.PathSpec.from_lines("gitwildmatch", self.patterns)
+        return pathspec.GitIgnoreSpec.from_lines(self.patterns)
 
 
 def _relative(path: Path, root: Path) -> str | None:
@@ -63,7 +63,7 @@ class _GitIgnores:
             try:
                 if ignore_file.is_file():
                     lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-                    spec = pathspec.PathSpec.from_lines("gitwildmatch", lines)
+                    spec = pathspec.GitIgnoreSpec.from_lines(lines)
             except OSError:
                 spec = None
             self.specs[directory] = spec

@@ -71,7 +71,7 @@ class Project:
                     codes = expand_all(selectors, known)
                 except SelectorError as error:
                     raise ConfigError(f"{config.path}: per-file-ignores `{pattern}`: {error}") from None
-                entries.append((pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), codes))
+                entries.append((pathspec.GitIgnoreSpec.from_lines([pattern]), codes))
             self._pfi[config] = entries
         return self._pfi[config]
 
