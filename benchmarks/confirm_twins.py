@@ -1,0 +1,140 @@
+"""Confirm every buggy/fixed twin in fixtures/confirm/ and summarize per-rule hit rates.
+
+Each twin pair differs only on lines that keep the numbering: the buggy file marks its flagged line
+(``# [flagged SYN101]``) and the other access (``# [first]`` / ``# [related]``). Three runs:
+
+* ``lint``: ``synclint confirm`` on the twins with the real rules (whatever flags them today);
+* ``buggy``: the marked findings on the buggy twins (must be confirmed);
+* ``fixed``: the same findings transplanted onto the fixed twins (must never be confirmed).
+
+Usage: python benchmarks/confirm_twins.py OUT_DIR [--trials 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TWINS = ROOT / "fixtures" / "confirm"
+FLAGGED = re.compile(r"#\s*\[flagged (SYN\d{3})\]")
+OTHER = re.compile(r"#\s*\[(first|related)\]")
+
+
+def marker_findings(path: Path) -> list[dict]:
+    """The findings a buggy twin's markers describe, in synclint's JSON format."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    related, first = [], None
+    for number, text in enumerate(lines, start=1):
+        match = OTHER.search(text)
+        if match:
+            column = len(text) - len(text.lstrip()) + 1
+            end = len(text.split("#")[0].rstrip()) + 1
+            related.append({"filename": str(path), "location": {"row": number, "column": column},
+                            "end_location": {"row": number, "column": end}, "message": match.group(1)})
+            if match.group(1) == "first":
+                first = number
+    found = []
+    for number, text in enumerate(lines, start=1):
+        match = FLAGGED.search(text)
+        if not match:
+            continue
+        column = len(text) - len(text.lstrip()) + 1
+        end = len(text.split("#")[0].rstrip()) + 1
+        data = {"first": {"line": first}} if first else {}
+        found.append({
+            "code": match.group(1), "message": f"{match.group(1)} (twin marker)",
+            "filename": str(path), "location": {"row": number, "column": column},
+            "end_location": {"row": number, "column": end}, "noqa_row": number,
+            "related": related, "data": data,
+        })
+    return found
+
+
+def transplant(findings: list[dict], fixed: Path) -> list[dict]:
+    moved = json.loads(json.dumps(findings))
+    for item in moved:
+        item["filename"] = str(fixed)
+        for other in item["related"]:
+            other["filename"] = str(fixed)
+    return moved
+
+
+def pairs() -> list[tuple[Path, Path]]:
+    return [(b, b.with_name(b.name.replace("_buggy", "_fixed"))) for b in sorted(TWINS.glob("*_buggy.py"))]
+
+
+def confirm(args: list[str], out: Path, name: str) -> tuple[list[dict], float, int]:
+    report = out / f"{name}.json"
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-m", "synclint.confirm", "--output-format", "json", "--output-file", str(report), *args],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    seconds = time.monotonic() - started
+    (out / f"{name}.log").write_text(run.stdout + run.stderr, encoding="utf-8")
+    items = json.loads(report.read_text(encoding="utf-8")) if report.exists() else []
+    return items, seconds, run.returncode
+
+
+def summarize(buggy: list[dict], fixed: list[dict], lint: list[dict], seconds: dict) -> str:
+    env = next((i["confirmation"]["environment"] for i in buggy + fixed if i.get("confirmation")), {})
+    rows = ["| rule | buggy twin | hit rate (per method) | fixed twin | s per finding (buggy) |",
+            "|---|---|---|---|---|"]
+    by_code_fixed = {i["code"]: i for i in fixed}
+    for item in buggy:
+        c = item["confirmation"]
+        rates = "; ".join(f"{m['method']} {m['observed']}/{m['trials']}" for m in c["methods"])
+        other = by_code_fixed.get(item["code"], {}).get("confirmation", {})
+        orates = "; ".join(f"{m['method']} {m['observed']}/{m['trials']}" for m in other.get("methods", []))
+        rows.append(f"| {item['code']} | {c['verdict']} | {rates} | {other.get('verdict', '?')} ({orates}) "
+                    f"| {c['seconds']:.1f} |")
+    lint_rows = [f"- {Path(i['filename']).name}:{i['location']['row']} {i['code']}: "
+                 f"{i['confirmation']['verdict']}" for i in lint]
+    return "\n".join([
+        "# synclint confirm on the twin programs",
+        "",
+        f"Machine: {env.get('gpu', '?')}, driver {env.get('driver', '?')}, torch {env.get('torch', '?')} "
+        f"(CUDA {env.get('cuda_runtime', '?')}), Python {env.get('python', '?')}.",
+        f"Wall time: buggy {seconds['buggy']:.1f} s, fixed {seconds['fixed']:.1f} s, lint run {seconds['lint']:.1f} s.",
+        "",
+        *rows,
+        "",
+        "Findings from the real rules on the twins (`synclint confirm fixtures/confirm`):",
+        *(lint_rows or ["- none"]),
+        "",
+    ])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--trials", type=int, default=5)
+    options = parser.parse_args()
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    buggy_findings, fixed_findings = [], []
+    for buggy, fixed in pairs():
+        found = marker_findings(buggy)
+        buggy_findings += found
+        fixed_findings += transplant(found, fixed)
+    (out / "findings_buggy.json").write_text(json.dumps(buggy_findings, indent=1), encoding="utf-8")
+    (out / "findings_fixed.json").write_text(json.dumps(fixed_findings, indent=1), encoding="utf-8")
+    trials = ["--trials", str(options.trials)]
+    seconds = {}
+    buggy, seconds["buggy"], _ = confirm([*trials, "--findings", str(out / "findings_buggy.json")], out, "buggy")
+    fixed, seconds["fixed"], _ = confirm([*trials, "--findings", str(out / "findings_fixed.json")], out, "fixed")
+    lint, seconds["lint"], _ = confirm([*trials, str(TWINS)], out, "lint")
+    text = summarize(buggy, fixed, lint, seconds)
+    (out / "summary.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

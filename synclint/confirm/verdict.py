@@ -1,0 +1,163 @@
+"""From experiment results to one verdict per finding.
+
+A finding is ``confirmed`` when any method observed the hazard in at least one trial: the evidence is
+concrete (a wrong value next to the synchronized reference, the sanitizer's report on exactly the two
+flagged lines, PyTorch's exception at the flagged line), so one sighting is proof; the hit rate is
+reported beside it. ``not reproduced`` says what ran and how often the flagged lines executed;
+``not reached`` that they never executed; ``error`` that no method could run to the end.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from synclint.confirm.plan import Plan
+
+
+class Verdict(str, enum.Enum):
+    CONFIRMED = "confirmed"
+    NOT_REPRODUCED = "not reproduced"
+    NOT_REACHED = "not reached"
+    NOT_EXECUTABLE = "not executable"
+    ERROR = "error"
+
+
+@dataclass
+class MethodOutcome:
+    """One method's result as the worker reported it (or the runner's failure sentence)."""
+
+    method: str
+    result: Mapping[str, Any] | None
+    failure: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def trials(self) -> list[Mapping[str, Any]]:
+        return list((self.result or {}).get("trials") or [])
+
+    @property
+    def observed(self) -> int:
+        return sum(1 for t in self.trials if t.get("observed"))
+
+    @property
+    def error(self) -> str | None:
+        if self.failure:
+            return self.failure
+        result = self.result or {}
+        if result.get("status") not in (None, "ok"):
+            return result.get("error") or f"status {result.get('status')}"
+        return result.get("error")
+
+    @property
+    def reached(self) -> bool:
+        return bool((self.result or {}).get("reached"))
+
+
+@dataclass
+class Confirmation:
+    verdict: Verdict
+    summary: str
+    evidence: list[str] = field(default_factory=list)
+    methods: list[dict[str, Any]] = field(default_factory=list)
+    ran: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict.value,
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "ran": self.ran,
+            "methods": self.methods,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+METHOD_NAMES = {
+    "sanitizer": "PyTorch CUDA sanitizer",
+    "delay": "delay injection vs synchronized reference",
+    "lifetime": "delay injection + allocator reuse check",
+    "host-read": "host snapshot at the read vs after synchronization",
+    "host-wait": "host state after the wait vs after synchronization",
+    "exception": "PyTorch's exception at the flagged line",
+}
+
+
+def _method_json(outcome: MethodOutcome) -> dict[str, Any]:
+    return {
+        "method": outcome.method,
+        "trials": len(outcome.trials),
+        "observed": outcome.observed,
+        "hits": dict((outcome.result or {}).get("hits") or {}),
+        "error": outcome.error,
+        "notes": list((outcome.result or {}).get("notes") or []),
+        "seconds": round(outcome.seconds, 3),
+    }
+
+
+def _hits_sentence(plan: Plan, outcomes: Sequence[MethodOutcome]) -> str:
+    second = max(((o.result or {}).get("hits") or {}).get("second", 0) for o in outcomes)
+    text = f"line {plan.second[0]} ran {second} time{'s' if second != 1 else ''}"
+    if plan.first:
+        first = max(((o.result or {}).get("hits") or {}).get("first", 0) for o in outcomes)
+        text += f", line {plan.first[0]} {first} time{'s' if first != 1 else ''}"
+    return text
+
+
+def decide(plan: Plan, outcomes: Sequence[MethodOutcome]) -> Confirmation:
+    """The verdict for one finding from the outcomes of its methods."""
+    if not plan.executable:
+        return Confirmation(Verdict.NOT_EXECUTABLE, plan.reason)
+    ran = plan.target.description if plan.target else ""
+    methods = [_method_json(o) for o in outcomes]
+    seconds = sum(o.seconds for o in outcomes)
+    confirmed = [o for o in outcomes if o.observed]
+    if confirmed:
+        evidence: list[str] = []
+        parts = []
+        for outcome in confirmed:
+            for trial in outcome.trials:
+                for line in trial.get("evidence") or []:
+                    if line not in evidence:
+                        evidence.append(line)
+            parts.append(
+                f"{METHOD_NAMES.get(outcome.method, outcome.method)}: "
+                f"{outcome.observed} of {len(outcome.trials)} trials"
+            )
+        lead = evidence[0] if evidence else "observed"
+        summary = f"{lead}; " + "; ".join(parts)
+        return Confirmation(Verdict.CONFIRMED, summary, evidence, methods, ran, seconds)
+    finished = [o for o in outcomes if o.error is None or o.trials]
+    if not finished:
+        errors = "; ".join(f"{o.method}: {o.error}" for o in outcomes) or "nothing ran"
+        return Confirmation(Verdict.ERROR, errors, [], methods, ran, seconds)
+    if not any(o.reached for o in finished):
+        return Confirmation(
+            Verdict.NOT_REACHED,
+            f"ran {ran}; line {plan.second[0]} never executed",
+            [],
+            methods,
+            ran,
+            seconds,
+        )
+    tried = "; ".join(
+        f"{METHOD_NAMES.get(o.method, o.method)}: {len(o.trials)} trial"
+        f"{'s' if len(o.trials) != 1 else ''}"
+        + (f" ({o.error})" if o.error else "")
+        for o in finished
+    )
+    return Confirmation(
+        Verdict.NOT_REPRODUCED,
+        f"ran {ran}; {_hits_sentence(plan, finished)}; nothing observed ({tried})",
+        [],
+        methods,
+        ran,
+        seconds,
+    )
+
+
+def exit_code(confirmations: Sequence[Confirmation]) -> int:
+    """1 if anything was confirmed (like a linter with findings), else 0."""
+    return 1 if any(c.verdict is Verdict.CONFIRMED for c in confirmations) else 0
