@@ -1,0 +1,164 @@
+"""Queries about what the host knows, over the timeline model (for SYN201, SYN203-SYN206).
+
+The model's vector clocks answer "has the host seen this device op complete?"
+(:meth:`FunctionModel.host_has_seen`). Event questions need one more step: a ``RECORD_EVENT`` op
+carries no sequence number of its own, so "has the host seen ``end.record()`` complete?" is asked
+of the work the record captured. When the function enqueued nothing on that stream before the
+record (the timed work is in a helper the model does not see, ``fn()``), the vector clocks cannot
+tell, and the answer comes from an explicit host synchronization that covers the record between it
+and the question (``torch.cuda.synchronize()``, ``end.synchronize()``, ``stream.synchronize()``, a
+blocking read on that stream, or a ``while not end.query()`` loop).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Optional
+
+import libcst as cst
+
+from synclint.model import FunctionModel, Op, OpKind
+
+DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
+_ALL_STREAM_SYNCS = {"device", "helper"}
+
+
+def is_cuda_work(op: Op) -> bool:
+    """Device work known to run on a GPU: a collective, work on a side stream, or an op touching a
+    CUDA tensor. Work on tensors of unknown device (``model(x)`` with ``x`` a parameter) is not
+    counted, so host clocks around code that may be pure CPU stay quiet."""
+    if op.kind not in DEVICE_WORK or not op.seq:
+        return False
+    if op.kind == OpKind.COLLECTIVE:
+        return True
+    if op.stream.origin in ("created", "attribute") and not op.stream.is_default:
+        return True
+    if op.copy is not None and op.copy.direction in ("h2d", "d2h", "d2d"):
+        return True
+    return any(s.device == "cuda" for s in (*op.reads, *op.writes))
+
+
+def captured_count(function: FunctionModel, record: Op) -> int:
+    """How many ops of the record's stream (in this function) the record captured."""
+    key = record.stream.key
+    count = 0
+    for op in function.ops:
+        if op.index >= record.index:
+            break
+        if op.on_device and op.stream.key == key and op.seq:
+            count = max(count, op.seq)
+    return count
+
+
+def covering_sync(
+    function: FunctionModel, record: Op, at: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> Optional[Op]:
+    """A host synchronization after ``record`` and before ``at``, on every path to ``at``, that
+    waits for what ``record`` captured."""
+    event_key = record.event.key if record.event is not None else None
+    for op in function.ops:
+        if op.index <= record.index:
+            continue
+        if op.index >= at.index:
+            break
+        if not _covers(op, record, event_key, function):
+            continue
+        if dominates(op.node, at.node, parents):
+            return op
+    return None
+
+
+def _covers(op: Op, record: Op, event_key: Optional[str], function: FunctionModel) -> bool:
+    if op.kind == OpKind.HOST_SYNC:
+        if op.sync_kind in _ALL_STREAM_SYNCS:
+            return True
+        if op.sync_kind in ("event", "query") and op.event is not None:
+            if op.event.key == event_key:
+                return True
+            # Another event recorded later on the same stream covers this record too.
+            return any(
+                r.stream.key == record.stream.key and r.index > record.index for r in op.recorded_by
+            )
+        if op.sync_kind in ("stream", "blocking-read") and op.target is not None:
+            return op.target.key == record.stream.key
+    if op.kind == OpKind.EVENT_QUERY and op.event is not None and op.event.key == event_key:
+        return polled_in_while(op.node, function.node)
+    return False
+
+
+#: Nodes whose children run only on some paths.
+_CONDITIONAL = (cst.If, cst.Else, cst.ExceptHandler, cst.IfExp, cst.BooleanOperation, cst.MatchCase)
+
+
+def dominates(first: cst.CSTNode, second: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    """Does every path to ``second`` pass ``first`` (ignoring exceptions; loops run)? True when each
+    conditional construct around ``first`` also contains ``second``."""
+    around_second = set()
+    node = parents.get(second)
+    while node is not None:
+        around_second.add(id(node))
+        node = parents.get(node)
+    node = parents.get(first)
+    while node is not None:
+        if id(node) in around_second:
+            return True
+        if isinstance(node, _CONDITIONAL):
+            return False
+        node = parents.get(node)
+    return True
+
+
+def record_seen(
+    function: FunctionModel, record: Op, at: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """When ``at`` is issued, has the host synchronized with the work ``record`` captured?
+
+    Only a synchronization *after* the record counts: work launched between an earlier sync and the
+    record may be invisible to the model (``fn()``), so vector clocks alone would be optimistic."""
+    return covering_sync(function, record, at, parents) is not None
+
+
+def unseen_cuda_work(function: FunctionModel, after: int, at: Op) -> list[Op]:
+    """CUDA work enqueued after op index ``after`` and before ``at`` that the host has not seen."""
+    return [
+        op
+        for op in function.ops
+        if after < op.index < at.index and is_cuda_work(op) and not function.host_has_seen(op, at)
+    ]
+
+
+def records_of(op: Op, event_key: str) -> list[Op]:
+    return [r for r in op.recorded_by if r.event is not None and r.event.key == event_key]
+
+
+def polled_in_while(node: cst.CSTNode, root: cst.CSTNode) -> bool:
+    """Is ``node`` inside the test of a ``while`` loop (``while not end.query(): ...``)?"""
+    finder = _WhileTests(node)
+    root.visit(finder)
+    return finder.found
+
+
+class _WhileTests(cst.CSTVisitor):
+    def __init__(self, target: cst.CSTNode) -> None:
+        self.target = target
+        self.found = False
+
+    def visit_While(self, node: cst.While) -> None:
+        if _contains(node.test, self.target):
+            self.found = True
+
+
+def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
+    if tree is target:
+        return True
+    return any(_contains(child, target) for child in tree.children)
+
+
+def first_per_node(ops: Iterable[Op]) -> list[Op]:
+    """One op per source node (a loop body appears twice in the timeline)."""
+    seen: set[int] = set()
+    out = []
+    for op in ops:
+        if id(op.node) not in seen:
+            seen.add(id(op.node))
+            out.append(op)
+    return out
