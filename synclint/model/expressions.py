@@ -48,9 +48,12 @@ _COMMON_TENSOR_METHODS = {
 
 #: Methods only tensors have: a receiver of unknown origin that gets one is taken to be a tensor.
 _TENSOR_ONLY_METHODS = {
-    "cuda", "pin_memory", "record_stream", "copy_", "item", "tolist", "numpy", "data_ptr",
+    "cuda", "to", "pin_memory", "record_stream", "copy_", "item", "tolist", "numpy", "data_ptr",
     "is_pinned", "non_blocking", "narrow", "view", "contiguous", "untyped_storage", "element_size",
 }
+
+
+_STREAM_ONLY_METHODS = {"wait_stream", "wait_event", "record_event"}
 
 
 def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
@@ -91,8 +94,9 @@ class ExpressionEvaluator:
         return self.i.state
 
     def mark_tensor(self, value) -> None:
-        for storage in storages_of(value):
-            storage.tensor = True
+        for item in value if isinstance(value, list) else [value]:
+            for storage in storages_of(item):
+                storage.tensor = True
 
     def tensor_op(
         self,
@@ -188,6 +192,8 @@ class ExpressionEvaluator:
         storage = self.i.new_storage(key or "<expr>", node, origin="unknown", tensor=True)
         if key is not None and (key.startswith("self.") or key in self.state.env):
             self.state.env[key] = storage
+        if key is not None and not key.startswith("self."):
+            self.i.unknown_origin(storage)
         return storage
 
     def as_stream(self, node: Optional[cst.BaseExpression], value) -> Optional[StreamValue]:
@@ -204,7 +210,12 @@ class ExpressionEvaluator:
         key = dotted(node)
         if key is None:
             return None
-        origin = "attribute" if key.startswith("self.") else "unknown"
+        if key.startswith("self."):
+            origin = "attribute"
+        elif key in self.i.params:
+            origin = "parameter"
+        else:
+            origin = "unknown"
         stream = StreamValue(key, f"stream `{key}`", origin, None)
         if key.startswith("self.") or key in self.state.env:
             self.state.env[key] = stream
@@ -316,8 +327,8 @@ class ExpressionEvaluator:
         if node.value in ("True", "False", "None"):
             return HOST
         name = self.i.resolver.qualify(node)
-        if name and name.startswith("torch"):
-            return ModuleRef(name)
+        if name and (name.startswith("torch") or name.split(".")[0] in ("time", "timeit")):
+            return ModuleRef(name)  # time/timeit: so that `time.perf_counter()` is a HOST_CLOCK
         return None
 
     def ex_Integer(self, node):
@@ -522,6 +533,10 @@ class ExpressionEvaluator:
                 return self.event_method(node, receiver, method)
             if isinstance(receiver, WorkValue):
                 return self.work_method(node, receiver, method)
+            if method in _STREAM_ONLY_METHODS and (receiver is None or isinstance(receiver, Storage)):
+                stream = self.as_stream(func.value, receiver)
+                if stream is not None:
+                    return self.stream_method(node, stream, method)
             if receiver is None and method in _TENSOR_ONLY_METHODS:
                 receiver = self.materialize(func.value)
             if storages_of(receiver):
@@ -550,9 +565,10 @@ class ExpressionEvaluator:
         if name in api.STREAM_FACTORIES:
             self.args(node)
             label = hint or "stream"
-            op = i.emit(OpKind.CREATE_STREAM, node, qualname=name)
-            return StreamValue(f"{label}@{op.index}" if "." not in label else label,
-                               f"stream `{label}`", "created", node)
+            i.emit(OpKind.CREATE_STREAM, node, qualname=name)
+            # One creation site is one stream identity (both analysed loop iterations share it).
+            key = label if "." in label else f"{label}@{i.site_number(node)}"
+            return StreamValue(key, f"stream `{label}`", "created", node)
         if name in api.EVENT_FACTORIES:
             self.args(node)
             timing = _keyword(node, "enable_timing")
@@ -562,8 +578,8 @@ class ExpressionEvaluator:
             enable = False if timing is None else _literal_bool(timing)
             label = hint or "event"
             op = i.emit(OpKind.CREATE_EVENT, node, qualname=name)
-            event = EventValue(f"{label}@{op.index}" if "." not in label else label, f"event `{label}`",
-                               enable, node)
+            key = label if "." in label else f"{label}@{i.site_number(node)}"
+            event = EventValue(key, f"event `{label}`", enable, node)
             op.event = event
             return event
         if name in api.CURRENT_STREAM:
@@ -650,6 +666,13 @@ class ExpressionEvaluator:
             event = self.as_event(func.value, receiver)
             if event is not None:
                 return self.event_method(node, event, method)
+        if isinstance(func.value, cst.Name) and func.value.value == "self" and method in self.i.method_returns:
+            self.args(node)
+            stream = self.i.method_returns[method]
+            storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=stream, device="cuda")
+            op = self.i.emit(OpKind.ACCESS, node, stream=stream, writes=(storage,), note=f"in `{method}`")
+            self.i.access(op, storage, "write")
+            return storage
         values = self.args(node)
         if method in api.STORING_METHODS:
             for value in values:
@@ -723,7 +746,10 @@ class ExpressionEvaluator:
         return self.tensor_op(node, reads=storages, result_label=hint or "<expr>")
 
     def collective(self, node: cst.Call, name: str):
-        values = self.args(node)
+        values = [self.ev(arg.value) for arg in node.args if arg.keyword is None or arg.keyword.value in ("tensor", "output", "input", "tensor_list", "output_tensor", "input_tensor")]
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value not in ("tensor", "output", "input", "tensor_list", "output_tensor", "input_tensor"):
+                self.ev(arg.value)
         storages = [s for v in values for s in storages_of(v)]
         asynchronous = _is_true(_keyword(node, "async_op")) or name in api.ALWAYS_ASYNC_COLLECTIVES
         outputs = storages[:1] if name in api.COLLECTIVE_OUTPUT_FIRST else []
@@ -780,6 +806,8 @@ class ExpressionEvaluator:
     def _wait_event(self, node: cst.Call, event: Optional[EventValue], stream: StreamValue, explicit: bool):
         i = self.i
         state = i.event_state(event) if event is not None else None
+        if state is not None and state.stream is not None:
+            i.note_ordering(stream, state.stream)
         op = i.emit(OpKind.WAIT_EVENT, node, stream=stream, event=event, target=stream if explicit else None,
                     recorded_by=state.recorded_by if state else ())
         if state is not None:
@@ -949,6 +977,8 @@ class ExpressionEvaluator:
                 non_blocking = True
         else:
             target = src.device  # dtype conversion
+        if src.device is None and target != "cpu" and (method in ("cuda", "xpu", "pin_memory") or non_blocking):
+            src.device = "cpu"  # uploading with .cuda() / non_blocking=True: the source is host memory
         direction = _direction(src.device, target)
         result = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
                                     device=target, pinned=pinned or None)

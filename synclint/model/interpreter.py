@@ -86,6 +86,9 @@ class Interpreter:
         self._hazard_keys: set = set()
         self._lifetime_keys: set = set()
         self.returned_stream = False
+        #: Methods of the enclosing class known to return a tensor made on an attribute stream.
+        self.method_returns: dict[str, StreamValue] = {}
+        self.returned_storages: list[Storage] = []
         self.synchronized = False
         self.exprs = ExpressionEvaluator(self)
 
@@ -126,7 +129,15 @@ class Interpreter:
             vc[stream.key] = max(vc.get(stream.key, 0), count)
         return vc
 
+    def note_ordering(self, waiter: StreamValue, waited: StreamValue) -> None:
+        """A parameter stream that the code orders against the current stream is meant as a side
+        stream: from here on it is treated as distinct from the current stream."""
+        for one, other in ((waiter, waited), (waited, waiter)):
+            if one.origin == "parameter" and other.key == self.state.current.key:
+                one.origin = "attribute"
+
     def wait_stream(self, waiter: StreamValue, waited: StreamValue) -> None:
+        self.note_ordering(waiter, waited)
         self.state.vc[waiter.key] = vc_join(self.state.stream_vc(waiter.key), self.stream_now(waited))
 
     def host_sees(self, vc: dict) -> None:
@@ -151,9 +162,13 @@ class Interpreter:
 
     def access(self, op: Op, storage: Storage, mode: str) -> Access:
         access = Access(op, storage, mode, op.stream)
+        if mode == "write" and storage.alloc_op is None and op.site.node is storage.alloc_node:
+            storage.alloc_op = op.site
         for prev in self.state.history.get(storage.id, ()):
             if prev.stream.key == op.stream.key or (prev.mode == "read" and mode == "read"):
                 continue
+            if storage.on_host and prev.op.kind == OpKind.ENTRY:
+                continue  # the caller filled host memory on the host: no stream is involved
             if not prev.stream.distinct_from(op.stream):
                 continue
             if ordered(prev.op, op.vc, op.stream):
@@ -199,9 +214,14 @@ class Interpreter:
         if not uses:
             return
         alloc_vc = self.state.stream_vc(alloc.key)
+        alloc_op = self._alloc_op(storage)
         release_op: Optional[Op] = None
         for use in uses:
             if alloc_vc.get(use.stream.key, 0) >= use.op.seq:
+                continue
+            if alloc.key != self.entry.key and alloc_op is not None and alloc_op.vc.get(use.stream.key, 0) > 0:
+                # A side stream that waited for the consumer's stream before allocating: the code
+                # keeps that discipline, so the side stream's next allocation is ordered too.
                 continue
             if any(s.key == use.stream.key for s in storage.recorded_streams):
                 continue
@@ -211,14 +231,10 @@ class Interpreter:
             self._lifetime_keys.add(key)
             if release_op is None:
                 release_op = self.emit(OpKind.RELEASE, node, reads=(storage,))
-            alloc_op = self._alloc_op(storage)
             self.model.lifetime_hazards.append(LifetimeHazard(storage, alloc_op, use, release_op))
 
     def _alloc_op(self, storage: Storage) -> Optional[Op]:
-        for op in self.model.ops:
-            if storage in op.writes and op.node is storage.alloc_node:
-                return op
-        return None
+        return storage.alloc_op
 
     def release_if_unreferenced(self, value, node: cst.CSTNode) -> None:
         for storage in storages_of(value):
@@ -230,6 +246,9 @@ class Interpreter:
 
     def release_locals(self, node: cst.CSTNode, keep: Iterable[Storage] = ()) -> None:
         kept = {s.id for s in keep}
+        for name, value in self.state.env.items():
+            if "." in name:
+                kept.update(s.id for s in storages_of(value))  # still held by the object
         seen: set[int] = set()
         for name, value in list(self.state.env.items()):
             if "." in name:
@@ -332,7 +351,7 @@ class Interpreter:
     def st_Del(self, stmt: cst.Del) -> None:
         targets = stmt.target.elements if isinstance(stmt.target, cst.Tuple) else [stmt.target]
         for target in targets:
-            node = getattr(target, "value", target)
+            node = target.value if isinstance(target, cst.BaseElement) else target
             key = dotted(node)
             if key and key in self.state.env and "." not in key:
                 old = self.state.env.pop(key)
@@ -341,6 +360,7 @@ class Interpreter:
     def st_Return(self, stmt: cst.Return) -> None:
         value = self.exprs.ev(stmt.value) if stmt.value is not None else None
         returned = storages_of(value)
+        self.returned_storages.extend(returned)
         for storage in returned:
             self.hand_off(storage, stmt)
             storage.escapes = True
@@ -375,12 +395,17 @@ class Interpreter:
         entry_vc = self.state.stream_vc(self.entry.key)
         if not all(entry_vc.get(alloc.key, 0) >= w.op.seq for w in writes):
             return  # not handed over: an unordered use would be SYN101's business
+        if any(w.op.vc.get(self.entry.key, 0) > 0 for w in writes):
+            # The side stream waited for the caller's stream before making it: code that makes
+            # the side stream wait for the main stream before each use orders the reuse too.
+            return
         key = (storage.id, id(node))
         if key in self._lifetime_keys:
             return
         self._lifetime_keys.add(key)
         op = self.emit(OpKind.RELEASE, node, stream=self.entry, reads=(storage,), note="returned")
-        use = Access(op, storage, "read", self.entry)
+        used_here = [a for a in self.state.history.get(storage.id, ()) if a.stream.key == self.entry.key and a.op.seq]
+        use = used_here[-1] if used_here else Access(op, storage, "read", self.entry)
         self.model.lifetime_hazards.append(
             LifetimeHazard(storage, self._alloc_op(storage), use, op, how="handed-off")
         )
@@ -398,11 +423,18 @@ class Interpreter:
                 self.release_if_unreferenced(old, stmt)
         elif isinstance(target, cst.Attribute):
             key = dotted(target)
-            for storage in storages_of(value):
-                storage.escapes = True
+            if key is not None and key.startswith(("self.", "cls.")):
+                # The object holds a reference while the attribute is bound (FSDP-style held
+                # references); rebinding it may drop the last reference to the old value.
+                old = self.state.env.get(key)
+                self.state.env[key] = value
+                if old is not None and old is not value:
+                    self.release_if_unreferenced(old, stmt)
+            else:
+                for storage in storages_of(value):
+                    storage.escapes = True
             if key is not None:
                 if key.startswith(("self.", "cls.")):
-                    self.state.env[key] = value
                     if isinstance(value, StreamValue) and value.origin == "created" and "@" in value.key:
                         # A stream stored in an attribute is known by the attribute's name.
                         value.label = f"stream `{key}`"
@@ -464,10 +496,13 @@ class Interpreter:
         body()
         after_first = self.state
         if not after_first.dead:
+            # The second pass starts where the first ended; its end state stands for "the loop ran"
+            # (joining with the first pass would pair its clocks with the second pass's accesses).
             self.state = after_first.copy()
             self.iteration = 1
             body()
-            self.state = join(after_first, self.state)
+            if self.state.dead:
+                self.state = after_first
         self.iteration = outer_iteration
         self.loop_depth -= 1
 
@@ -556,8 +591,25 @@ class Interpreter:
 
     # -- driving -------------------------------------------------------------------------------
 
+    def unknown_origin(self, storage: Storage) -> None:
+        """A value of unknown origin met mid-function was made by the caller, before entry: its
+        producer is one ENTRY op at the function's start, so any later wait covers it."""
+        if self.settings.parameter_origin != "caller-stream":
+            return
+        if self.entry_op is None:
+            return
+        self.access(self.entry_op, storage, "write")
+
+    entry_op: Optional[Op] = None
+
+    def site_number(self, node: cst.CSTNode) -> int:
+        numbers = self.__dict__.setdefault("_sites", {})
+        return numbers.setdefault(id(node), len(numbers) + 1)
+
     def run_function(self, node: cst.FunctionDef, is_method: bool) -> None:
         self.nested = []
+        if self.settings.parameter_origin == "caller-stream":
+            self.entry_op = self.emit(OpKind.ENTRY, node, note="by the caller")
         self.enter_function(node, is_method)
         self.suite(node.body)
         if not self.state.dead:

@@ -97,7 +97,7 @@ class _Builder:
         init = next((m for m in methods if m.name.value == "__init__"), None)
         others = [m for m in methods if m is not init]
         counters: dict[str, int] = {}
-        class_name = cls.name.value
+        self._returns = {}
 
         attributes: dict = {}
         init_exports = _Exports()
@@ -108,20 +108,40 @@ class _Builder:
 
         # Round 1: learn what each method leaves open.
         exports = [init_exports]
+        first_round = {}
         for method in others:
             interp = self.method(cls, method, counters, attributes, init_exports, record=False)
+            first_round[method.name.value] = interp
             for key, value in _attributes(interp).items():
-                attributes.setdefault(key, value)
+                if _informative(value) or key not in attributes:
+                    if not _informative(attributes.get(key)):
+                        attributes[key] = value
             exports.append(_Exports.of(interp))
-        # Round 2: every method starts from everything any method (itself included) left open.
+        # Round 2: every method starts from everything any method (itself included) left open,
+        # and sees through helpers that return a tensor made on an attribute stream.
         combined = _Exports.combine(exports)
+        self._returns = self.method_returns(first_round)
         for method in others:
             self.method(cls, method, counters, attributes, combined, record=True)
+
+    _returns: dict = {}
+
+    def method_returns(self, interps) -> dict:
+        out = {}
+        for name, interp in interps.items():
+            streams = {s.alloc_stream.key: s.alloc_stream for s in interp.returned_storages if s.alloc_stream}
+            if len(streams) == 1:
+                stream = next(iter(streams.values()))
+                if stream.key.startswith("self."):
+                    out[name] = stream
+        return out
 
     def method(self, cls, node, counters, attributes, exports: "Optional[_Exports]" = None, record=True):
         name = f"{cls.name.value}.{node.name.value}"
         model = FunctionModel(name, node, class_name=cls.name.value)
         interp = self.interpreter(model, counters, dict(attributes))
+        if record:
+            interp.method_returns = dict(self._returns)
         if exports is not None:
             exports.seed(interp)
         interp.run_function(node, is_method=True)
@@ -131,6 +151,10 @@ class _Builder:
             for nested in interp.nested:
                 self.run_function(nested, name=f"{name}.{nested.name.value}")
         return interp
+
+
+def _informative(value) -> bool:
+    return isinstance(value, (Storage, StreamValue, EventValue, StreamList))
 
 
 def _attributes(interp: Interpreter) -> dict:
@@ -158,26 +182,35 @@ class _Exports:
         }
         for sid, storage in attribute_storages.items():
             for access in state.history.get(sid, ()):
-                if not access.op.seq or access.stream.key == interp.entry.key:
+                if not access.op.seq:
                     continue
-                if entry_vc.get(access.stream.key, 0) >= access.op.seq:
+                # Work on the caller's stream stays open for side streams; side-stream work the
+                # caller's stream already waited for is closed.
+                if access.stream.key != interp.entry.key and entry_vc.get(access.stream.key, 0) >= access.op.seq:
                     continue
                 if state.host_vc.get(access.stream.key, 0) >= access.op.seq:
                     continue
                 out.accesses.append(access)
-        for key, event_state in state.events.items():
-            value = state.env.get(key)
-            if not isinstance(value, EventValue):
+        for name, value in state.env.items():
+            if not (name.startswith("self.") and isinstance(value, EventValue)):
+                continue
+            event_state = state.events.get(value.key)
+            if event_state is None:
                 continue
             covered = [a for a in out.accesses if event_state.vc.get(a.stream.key, 0) >= a.op.seq]
-            out.events[key] = (value, covered, event_state.recorded_by)
+            out.events[value.key] = (value, covered, event_state.recorded_by)
         return out
 
     @classmethod
     def combine(cls, many: Iterable["_Exports"]) -> "_Exports":
         out = cls()
+        seen = set()
         for exports in many:
-            out.accesses.extend(a for a in exports.accesses if a not in out.accesses)
+            for access in exports.accesses:
+                key = (id(access.op.site), access.stream.key, access.mode, access.storage.id)
+                if key not in seen:
+                    seen.add(key)
+                    out.accesses.append(access)
             for key, (event, covered, recorded) in exports.events.items():
                 if key in out.events:
                     old = out.events[key]
@@ -211,3 +244,4 @@ class _Exports:
                     vc[op.stream.key] = max(vc.get(op.stream.key, 0), op.seq)
             interp.state.events[key] = EventState(vc, tuple(recorded))
         interp.model.hazards.clear()
+        interp._hazard_keys.clear()

@@ -83,6 +83,8 @@ class Storage:
     label: str
     alloc_stream: Optional[StreamValue] = None
     alloc_node: Optional[cst.CSTNode] = None
+    #: The op that made it (set on the first write at ``alloc_node``).
+    alloc_op: Optional[object] = None
     device: Optional[str] = None  # "cuda", "cpu" or None (unknown)
     pinned: Optional[bool] = None
     #: "param" (made by the caller), "attribute" (held by an object), "local" (made here).

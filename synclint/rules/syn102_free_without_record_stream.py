@@ -64,7 +64,7 @@ class FreeWithoutRecordStream(Rule):
             "use": {"stream": use.stream.short, "line": ctx.line(use.node)},
             "release": {"line": release_line},
         }
-        node = use.node if hazard.how == "freed" else hazard.release.node
+        node = use.node
         return ctx.diagnostic(self, node, message, related, fix, data)
 
     def fix(self, ctx: RuleContext, hazard: LifetimeHazard) -> Optional[Fix]:

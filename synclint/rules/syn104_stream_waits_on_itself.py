@@ -29,15 +29,23 @@ class StreamWaitsOnItself(Rule):
         seen: set[int] = set()
         for function in functions(ctx):
             for op in function.ops:
-                if id(op.node) in seen or not op.arg_is_current_stream or op.block_stream is None:
+                if id(op.node) in seen or op.block_stream is None:
                     continue
                 if op.kind == OpKind.WAIT_STREAM and op.target is not None and op.target.key == op.stream.key:
                     what = f"`{ctx.code_for(op.node.func)}(...)` makes {op.stream.label} wait for itself"
-                elif op.kind == OpKind.RECORD_STREAM and op.target is not None and any(
+                elif op.kind == OpKind.RECORD_STREAM and op.arg_is_current_stream and op.target is not None and any(
                     s.alloc_stream is not None and s.alloc_stream.key == op.target.key for s in op.reads
                 ):
                     what = (
                         f"`record_stream` is given {op.target.label}, the stream the tensor was allocated on"
+                    )
+                elif (
+                    op.kind == OpKind.WAIT_EVENT
+                    and op.recorded_by
+                    and all(r.stream.key == op.stream.key for r in op.recorded_by)
+                ):
+                    what = (
+                        f"{op.stream.label} waits for an event recorded on {op.stream.label} itself"
                     )
                 else:
                     continue

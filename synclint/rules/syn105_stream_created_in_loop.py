@@ -2,16 +2,32 @@
 
 ``torch.cuda.Stream()`` hands out streams round-robin from a small per-device pool, so a stream per
 iteration soon aliases earlier ones (hidden serialization, or ordering assumptions that break).
+Not reported: one stream per device (the call's arguments use the loop variable), creation guarded
+by a condition inside the loop (lazy creation, caches), and ``ExternalStream`` (wraps a stream that
+exists already).
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
+import libcst as cst
+
 from synclint.diagnostics import Diagnostic
 from synclint.model import OpKind
 from synclint.rules._common import functions
 from synclint.rules.base import FixKind, Rule, RuleContext
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class Collect(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.add(name.value)
+
+    node.visit(Collect())
+    return found
 
 
 class StreamCreatedInLoop(Rule):
@@ -28,9 +44,31 @@ class StreamCreatedInLoop(Rule):
                 if op.kind != OpKind.CREATE_STREAM or not op.in_loop or id(op.node) in seen:
                     continue
                 seen.add(id(op.node))
+                if op.qualname == "torch.cuda.ExternalStream" or self.per_loop_key(ctx, op.node):
+                    continue
                 message = (
                     "a new stream is created on every loop iteration: `torch.cuda.Stream()` hands out "
                     "streams round-robin from a small fixed pool per device, so these alias earlier "
                     "streams; create the streams once, before the loop"
                 )
                 yield ctx.diagnostic(self, op.node, message)
+
+    @staticmethod
+    def per_loop_key(ctx: RuleContext, call: cst.CSTNode) -> bool:
+        """Creation that is conditional inside the loop, or parameterised by the loop variable."""
+        arguments = set()
+        if isinstance(call, cst.Call):
+            # Only a bare loop variable as an argument (`Stream(device=index)`) means "one per device".
+            arguments = {arg.value.value for arg in call.args if isinstance(arg.value, cst.Name)}
+        for ancestor in ctx.positions.ancestors(call):
+            if isinstance(ancestor, cst.Arg):
+                return False  # an argument of another call (`d.setdefault(k, Stream())`) runs eagerly
+            if isinstance(ancestor, (cst.If, cst.IfExp)):
+                return True
+            if isinstance(ancestor, (cst.For, cst.CompFor)):
+                return bool(arguments & _names(ancestor.target))
+            if isinstance(ancestor, cst.While):
+                return False
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                return False
+        return False
