@@ -1,0 +1,137 @@
+"""SYN201 event-wait-is-not-host-sync: ``event.wait()``, ``stream.wait_event(event)`` or a
+collective's ``work.wait()`` used as if it blocked the host.
+
+These calls only make a *stream* wait; the host runs on at once. The rule fires where the code after
+the wait needs the host to know the work finished, before any real host synchronization:
+- the host reads memory the waited-for work writes (a non-blocking device-to-host copy's result),
+- the host writes memory the work may still read (refilling a pinned buffer),
+- a host clock is read around that work, or ``elapsed_time`` is asked of it;
+or where nothing after the wait can be ordered by it (the wait comes last in a local side stream's
+block, after the work it was meant to order). A blocking read after the wait (``.item()``) is
+correct and not flagged; neither is a wait followed by work on the waiting stream.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from synclint.diagnostics import Applicability, Diagnostic
+from synclint.model import FunctionModel, Op, OpKind
+from synclint.model.file_facts import parent_map
+from synclint.model.host_queries import DEVICE_WORK, record_seen, records_of, unseen_cuda_work
+from synclint.rules._common import functions, is_identifier_path
+from synclint.rules.base import FixKind, Rule, RuleContext
+
+WAITS = (OpKind.WAIT_EVENT, OpKind.WORK_WAIT)
+
+
+class EventWaitIsNotHostSync(Rule):
+    code = "SYN201"
+    name = "event-wait-is-not-host-sync"
+    summary = "`Event.wait()`, `Stream.wait_event()` or `Work.wait()` used where the host needs the work finished"
+    fix_kind = FixKind.UNSAFE
+    triggers = ("wait",)
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        reported: set[int] = set()
+        parents = parent_map(ctx)
+        for function in functions(ctx):
+            for wait in function.ops_of(*WAITS):
+                if id(wait.node) in reported:
+                    continue
+                need = self._host_need(function, wait, parents)
+                if need is not None:
+                    reported.add(id(wait.node))
+                    yield self._report_need(ctx, wait, *need)
+                elif self._orders_nothing(function, wait):
+                    reported.add(id(wait.node))
+                    yield self._report_useless(ctx, wait)
+
+    # -- the host needs the work finished ---------------------------------------------------------
+
+    def _host_need(self, function: FunctionModel, wait: Op, parents) -> Optional[tuple[Op, str]]:
+        for later in function.ops:
+            if later.index <= wait.index:
+                continue
+            if later.kind in (OpKind.HOST_READ, OpKind.HOST_WRITE):
+                pending = [a for a in later.pending if a.op.index < wait.index]
+                if pending:
+                    label = pending[0].storage.label
+                    verb = "reads" if later.kind == OpKind.HOST_READ else "writes"
+                    return later, f"the host {verb} `{label}`"
+            elif later.kind == OpKind.HOST_CLOCK:
+                clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < wait.index]
+                if clocks and [w for w in unseen_cuda_work(function, clocks[-1].index, later)
+                               if w.index < wait.index]:
+                    return later, f"`{later.clock}()` is read"
+            elif later.kind == OpKind.ELAPSED_TIME and len(later.events) == 2:
+                waited = wait.event.key if wait.event is not None else None
+                if later.events[1].key == waited:
+                    records = records_of(later, waited)
+                    if records and not any(record_seen(function, r, later, parents) for r in records):
+                        return later, "`elapsed_time` is asked"
+        return None
+
+    def _report_need(self, ctx: RuleContext, wait: Op, later: Op, what: str) -> Diagnostic:
+        call = wait.node
+        kind = "`work.wait()`" if wait.kind == OpKind.WORK_WAIT else f"`{ctx.code_for(call)}`"
+        message = (
+            f"{kind} only makes a stream wait, the host does not block: {what} on line "
+            f"{ctx.line(later.site.node)} before the work has finished; synchronize the host instead"
+        )
+        return ctx.diagnostic(
+            self, call, message,
+            related=[(later.site.node, "the host needs the work finished here")],
+            fix=self._fix(ctx, wait),
+            data={"wait": ctx.code_for(call), "need": ctx.line(later.site.node)},
+        )
+
+    def _fix(self, ctx: RuleContext, wait: Op):
+        """``ev.wait()`` / ``s.wait_event(ev)`` as a statement -> ``ev.synchronize()``."""
+        call = wait.node
+        if wait.kind != OpKind.WAIT_EVENT or not isinstance(call, cst.Call):
+            return None
+        statement = ctx.positions.statement(call)
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.Expr) and statement.body[0].value is call):
+            return None
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        if func.attr.value == "wait":
+            event = func.value
+        elif func.attr.value == "wait_event" and call.args:
+            event = call.args[0].value
+        else:
+            return None
+        text = ctx.code_for(event)
+        if not is_identifier_path(text):
+            return None
+        return ctx.replace(call, f"{text}.synchronize()", f"Block the host: `{text}.synchronize()`",
+                           Applicability.UNSAFE)
+
+    # -- nothing after the wait can be ordered by it --------------------------------------------
+
+    def _orders_nothing(self, function: FunctionModel, wait: Op) -> bool:
+        stream = wait.stream
+        if wait.kind != OpKind.WAIT_EVENT or wait.in_loop:
+            return False
+        if stream.is_default or stream.origin != "created":
+            return False  # the caller's stream, or one used elsewhere: later work may follow
+        if wait.block_stream is None or wait.block_stream.key != stream.key:
+            return False
+        before = [op for op in function.ops if op.index < wait.index and op.kind in DEVICE_WORK
+                  and op.stream.key == stream.key and op.seq]
+        after = [op for op in function.ops if op.index > wait.index and op.stream.key == stream.key
+                 and (op.kind in DEVICE_WORK or op.kind in (OpKind.RECORD_EVENT, OpKind.WAIT_STREAM))]
+        return bool(before) and not after
+
+    def _report_useless(self, ctx: RuleContext, wait: Op) -> Diagnostic:
+        message = (
+            f"`{ctx.code_for(wait.node)}` comes after the work on {wait.stream.label} it should "
+            "order, and nothing is enqueued on that stream after it: the wait orders nothing; move "
+            "it before the work"
+        )
+        return ctx.diagnostic(self, wait.node, message, data={"wait": ctx.code_for(wait.node)})

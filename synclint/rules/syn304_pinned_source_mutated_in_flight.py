@@ -1,0 +1,61 @@
+"""SYN304 pinned-source-mutated-in-flight: the host writes a pinned buffer while a
+``non_blocking=True`` copy from it may still be running.
+
+A non-blocking host-to-device copy from pinned memory is a DMA the GPU performs later; until it has
+run, the host must not refill the buffer (the classic double-buffered loader or token stager bug:
+the next batch overwrites the one still being uploaded). From pageable memory the copy is staged
+before ``copy_`` returns, so only buffers known to be pinned are reported.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from synclint.diagnostics import Applicability, Diagnostic
+from synclint.model import OpKind
+from synclint.rules._common import functions
+from synclint.rules.base import FixKind, Rule, RuleContext
+from synclint.rules.syn205_host_timer_without_sync import insert_sync
+from synclint.rules.syn301_non_blocking_d2h_read_before_sync import in_flight_copies, sync_text
+
+
+class PinnedSourceMutatedInFlight(Rule):
+    code = "SYN304"
+    name = "pinned-source-mutated-in-flight"
+    summary = "the host writes a pinned buffer while a `non_blocking=True` copy from it may still be running"
+    fix_kind = FixKind.UNSAFE
+    triggers = ("non_blocking",)
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        reported: set[int] = set()
+        for function in functions(ctx):
+            for write in function.ops_of(OpKind.HOST_WRITE):
+                if id(write.site.node) in reported:
+                    continue
+                copies = [a for a in in_flight_copies(write, "src") if a.storage.pinned is True]
+                if not copies:
+                    continue
+                reported.add(id(write.site.node))
+                yield self._report(ctx, write, copies[0])
+
+    def _report(self, ctx: RuleContext, write, access) -> Diagnostic:
+        copy_op = access.op.site
+        label = access.storage.label
+        fix_text = sync_text(copy_op.stream)
+        message = (
+            f"the host writes pinned `{label}` while the `non_blocking=True` copy from it on "
+            f"{copy_op.stream.label} (line {ctx.line(copy_op.node)}) may still be reading it: the "
+            f"device may receive the new data or a mix; call `{fix_text}` (or synchronize an event "
+            "recorded after the copy) before refilling it"
+        )
+        return ctx.diagnostic(
+            self, write.site.node, message,
+            related=[(copy_op.node, "non-blocking copy from the pinned buffer")],
+            fix=insert_sync(ctx, write.site.node, fix_text, Applicability.UNSAFE),
+            data={
+                "tensor": label,
+                "hazard": "host-write-during-copy",
+                "first": {"stream": copy_op.stream.short, "line": ctx.line(copy_op.node), "access": "read"},
+                "second": {"stream": "host", "line": ctx.line(write.site.node), "access": "write"},
+            },
+        )
