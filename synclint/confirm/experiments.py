@@ -5,7 +5,9 @@ go first back with ``torch.cuda._sleep`` just before the flagged line enqueues i
 unsynchronized side overtakes it; warm kernels and the caching allocator up first (first launches and
 first allocations synchronize implicitly); vary the data per trial (a fresh seed) so stale memory
 holds different values; and judge against a reference run of the same seed in which synclint
-synchronizes the device after each flagged line.
+synchronizes the device after every line of the file (so nothing in it overlaps). The delayed run is
+synchronized the same way outside the window from the held-back line to the flagged one, so a race
+elsewhere in the file is not taken for this finding's.
 
 Every method returns a dict of plain data (see :func:`new_result`); nothing here prints except
 progress lines.
@@ -108,13 +110,14 @@ def tensors_in(namespace: dict[str, Any]) -> dict[str, "torch.Tensor"]:
 
 
 def snapshot(tensors: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
-    """Copies of ``tensors`` once all queued work is done."""
+    """Host copies of ``tensors`` once all queued work is done. On the host, so that keeping them
+    does not change which blocks the caching allocator hands out in the next run."""
     torch.cuda.synchronize()
     copies = {}
     for name, tensor in tensors.items():
         if tensor.layout != torch.strided or tensor.numel() > MAX_SNAPSHOT_ELEMENTS:
             continue
-        copies[name] = tensor.detach().clone()
+        copies[name] = tensor.detach().to("cpu", copy=True)
     return copies
 
 
@@ -186,6 +189,8 @@ class Probe(Listener):
         # lifetime: the tensors read by the delayed use, watched (weakly) for their block's reuse
         self._watched: list[tuple[weakref.ref, int, int, str]] = []
         self._pending: torch.cuda.Event | None = None
+        self._window_open = False
+        self._window_closed = False
 
     @staticmethod
     def ranges(spec: dict[str, Any]) -> dict[str, tuple[int, int]]:
@@ -194,8 +199,6 @@ class Probe(Listener):
             named["first"] = tuple(spec["first"])
         for index, lines in enumerate(spec.get("delay") or []):
             named[f"delay{index}"] = tuple(lines)
-        for index, lines in enumerate(spec.get("sync_after") or []):
-            named[f"sync{index}"] = tuple(lines)
         return named
 
     def _words_on_flagged_line(self) -> set[str]:
@@ -205,6 +208,8 @@ class Probe(Listener):
 
     def entering(self, name: str, frame: FrameType) -> None:
         method = self.spec["method"]
+        if name.startswith("delay") or (name == "second" and not self.spec.get("delay")):
+            self._window_open, self._window_closed = True, False
         if self.delayed and name.startswith("delay") and self.delays < MAX_DELAYS_PER_RUN:
             stream = resolve_stream(self.spec.get("delay_stream"), frame)
             if method == "lifetime":
@@ -214,10 +219,22 @@ class Probe(Listener):
         if name == "second" and method == "host-read" and len(self.observations) < 4:
             self._compare_host_now(frame, "read", "arrived after synchronizing")
 
+    def finished(self, frame: FrameType, lineno: int) -> None:
+        if self.reference:
+            torch.cuda.synchronize()  # the reference run: no two lines of the file overlap
+            return
+        if not self.delayed:
+            return
+        # The delayed run is left unsynchronized only from the held-back line to the flagged one
+        # (lifetime hazards play out after the use, so for them up to the end), so that a race
+        # elsewhere in the file cannot be taken for this one.
+        if not self._window_open or (self._window_closed and self.spec["method"] == "delay"):
+            torch.cuda.synchronize()
+
     def left(self, name: str, frame: FrameType) -> None:
         method = self.spec["method"]
-        if self.reference and name.startswith("sync"):
-            torch.cuda.synchronize()
+        if name == "second":
+            self._window_closed = True
         if name == "second" and method == "lifetime" and self._watched and self._pending is None:
             self._pending = torch.cuda.Event()
             self._pending.record(self._use_stream)
@@ -346,6 +363,7 @@ def compare_method(runner: TargetRunner, spec: dict[str, Any]) -> dict[str, Any]
         progress(f"trial {trial} of {spec['trials']}")
         seed = spec["seed"] + trial
         started = time.monotonic()
+        delayed = reference = None  # drop the last trial's snapshots before this one runs
         delayed, hits, error, _ = run_once(runner, spec, seed, delayed=True, reference=False)
         _merge_hits(result, hits)
         reference, _, ref_error, _ = run_once(runner, spec, seed, delayed=False, reference=True)

@@ -10,6 +10,8 @@ For frames of the watched file it reports, per named line range:
 ``left(name, frame)``      once the range has run (next line event of that frame, or its return):
                            the place for the reference run's synchronization;
 ``line(frame)``            every later line of a frame that has entered a range (reuse scans);
+``finished(frame, lineno)`` after *any* line of the file has run (the reference run synchronizes
+                           the device here, so its result is free of races within the file);
 ``frame_exit(frame, value)`` when such a frame returns (final snapshots).
 
 ``sys.settrace`` works on every supported Python (3.10+); on 3.12 ``sys.monitoring`` would be cheaper
@@ -51,13 +53,17 @@ class Listener:
     def frame_exit(self, frame: FrameType, value: Any) -> None:
         pass
 
+    def finished(self, frame: FrameType, lineno: int) -> None:
+        pass
+
 
 class _FrameState:
-    __slots__ = ("inside", "touched")
+    __slots__ = ("inside", "touched", "last")
 
     def __init__(self) -> None:
         self.inside: set[str] = set()
         self.touched = False
+        self.last: int | None = None
 
 
 class LineWatch:
@@ -122,6 +128,9 @@ class LineWatch:
                 self.hook_error = error
 
     def _on_line(self, frame: FrameType, state: _FrameState) -> None:
+        if state.last is not None:
+            self._guard(self.listener.finished, frame, state.last)
+        state.last = frame.f_lineno
         now = self.ranges_at(frame.f_lineno)
         for name in sorted(state.inside - now):
             state.inside.discard(name)
@@ -135,6 +144,8 @@ class LineWatch:
             self._guard(self.listener.entering, name, frame)
 
     def _on_return(self, frame: FrameType, state: _FrameState, value: Any) -> None:
+        if state.last is not None:
+            self._guard(self.listener.finished, frame, state.last)
         for name in sorted(state.inside):
             self._guard(self.listener.left, name, frame)
         state.inside.clear()

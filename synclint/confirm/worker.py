@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 
-def environment() -> dict[str, Any]:
-    """GPU, driver, CUDA and torch versions: recorded with every report."""
+def environment(driver: bool = True) -> dict[str, Any]:
+    """GPU, driver, CUDA and torch versions: recorded with every report (the driver only when
+    asked: ``nvidia-smi`` costs half a second, and the probe already reported it)."""
     import torch
 
     info: dict[str, Any] = {
@@ -32,6 +33,8 @@ def environment() -> dict[str, Any]:
         info["device_count"] = torch.cuda.device_count()
         capability = torch.cuda.get_device_capability(0)
         info["compute_capability"] = f"{capability[0]}.{capability[1]}"
+    if not driver:
+        return info
     try:
         smi = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -51,7 +54,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         import torch  # noqa: F401
     except ImportError as error:
         return {"status": "no-torch", "error": f"PyTorch is not importable: {error}"}
-    env = environment()
+    env = environment(driver=job["method"] == "probe")
     if job["method"] == "probe":
         return {"status": "ok" if env["cuda_available"] else "no-cuda", "environment": env}
     if not env["cuda_available"]:

@@ -1,0 +1,66 @@
+"""Verdicts from method outcomes."""
+
+from __future__ import annotations
+
+from synclint.confirm.plan import Plan, Target
+from synclint.confirm.verdict import MethodOutcome, Verdict, decide, exit_code
+from synclint.diagnostics import Diagnostic, Position, Span
+
+SPAN = Span(Position(13, 9), Position(13, 30))
+DIAG = Diagnostic("SYN101", "m", "x.py", SPAN)
+PLAN = Plan(DIAG, target=Target("function", "main() in x.py"), methods=("sanitizer", "delay"),
+            second=(13, 13), first=(10, 10))
+
+
+def outcome(method, observed, trials=5, hits=None, error=None, failure=None):
+    hits = hits if hits is not None else {"second": trials, "first": trials}
+    result = {
+        "status": "ok",
+        "trials": [{"trial": i + 1, "observed": i < observed,
+                    "evidence": [f"`y` held 0 where the reference held {i}"] if i < observed else []}
+                   for i in range(trials)],
+        "hits": hits,
+        "reached": bool(hits.get("second")),
+        "error": error,
+    }
+    return MethodOutcome(method, None if failure else result, failure)
+
+
+def test_one_sighting_confirms_and_reports_the_hit_rate() -> None:
+    c = decide(PLAN, [outcome("sanitizer", 0, trials=1), outcome("delay", 4)])
+    assert c.verdict is Verdict.CONFIRMED
+    assert "4 of 5 trials" in c.summary and c.summary.startswith("`y` held 0")
+    assert exit_code([c]) == 1
+
+
+def test_nothing_observed_says_what_ran_and_how_often() -> None:
+    c = decide(PLAN, [outcome("sanitizer", 0, trials=1), outcome("delay", 0)])
+    assert c.verdict is Verdict.NOT_REPRODUCED
+    assert "main() in x.py" in c.summary and "line 13 ran 5 times" in c.summary
+    assert "line 10 5 times" in c.summary
+    assert exit_code([c]) == 0
+
+
+def test_lines_that_never_ran_are_not_reached() -> None:
+    c = decide(PLAN, [outcome("delay", 0, trials=0, hits={})])
+    assert c.verdict is Verdict.NOT_REACHED and "never executed" in c.summary
+
+
+def test_all_methods_failing_is_an_error() -> None:
+    c = decide(PLAN, [outcome("sanitizer", 0, failure="timed out after 120 s"),
+                      outcome("delay", 0, failure="timed out after 120 s")])
+    assert c.verdict is Verdict.ERROR and "timed out" in c.summary
+
+
+def test_not_executable_plans_keep_their_reason() -> None:
+    plan = Plan(DIAG, reason="`f()` needs arguments; pass --entry")
+    c = decide(plan, [])
+    assert c.verdict is Verdict.NOT_EXECUTABLE and "needs arguments" in c.summary
+
+
+def test_confirmation_json_is_plain_data() -> None:
+    import json
+
+    c = decide(PLAN, [outcome("delay", 5)])
+    data = json.loads(json.dumps(c.to_json()))
+    assert data["verdict"] == "confirmed" and data["methods"][0]["observed"] == 5
