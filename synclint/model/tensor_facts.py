@@ -190,6 +190,9 @@ class TensorFactsResolver:
                 device = base.device if base else None
             return TensorFacts(device, pinned if device == "cpu" else None, f"`torch.{name}`")
         if name in TORCH_OPS:
+            first = self.facts(call.args[0].value, at, depth + 1) if call.args else None
+            if first is not None and first.device is not None and name not in ("cat", "stack"):
+                return TensorFacts(first.device, False if first.device == "cpu" else None, f"`torch.{name}`")
             return UNKNOWN_TENSOR
         return None
 
@@ -204,7 +207,8 @@ class TensorFactsResolver:
             if name == "cuda":
                 return TensorFacts("cuda", None, "`.cuda()`")
             if name == "cpu":
-                pinned = False if base.device != "cpu" else base.pinned
+                # From the GPU: a new pageable tensor; already on the CPU: the tensor itself.
+                pinned = False if base.device == "cuda" else (base.pinned if base.device == "cpu" else None)
                 return TensorFacts("cpu", pinned, "`.cpu()`")
             target = keyword(call, "device") or (call.args[0] if call.args else None)
             if target is None:
