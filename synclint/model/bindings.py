@@ -17,6 +17,8 @@ from typing import Callable, Iterable, Iterator
 
 import libcst as cst
 
+from synclint.cstwalk import walk
+
 _MAX_DEPTH = 12
 
 
@@ -161,7 +163,7 @@ class Scope:
         self.node = node
         self.self_name = self_name
         collector = _BindingCollector(node, self_name)
-        node.visit(collector)
+        walk(node, collector)
         self.bindings = collector.bindings
         self.functions = collector.functions
 
@@ -337,7 +339,7 @@ class Bindings:
 
     def _returns(self, function: cst.FunctionDef, depth: int) -> Iterator[cst.BaseExpression]:
         collector = _ReturnCollector(function)
-        function.visit(collector)
+        walk(function, collector)
         if not collector.values:
             raise Unknown
         for value in collector.values:
@@ -411,7 +413,7 @@ def iter_calls(node: cst.CSTNode) -> Iterable[cst.Call]:
         def visit_Call(self, call: cst.Call) -> None:
             found.append(call)
 
-    node.visit(_Calls())
+    walk(node, _Calls())
     return found
 
 
@@ -432,5 +434,5 @@ class _Parents(cst.CSTVisitor):
 
 def build_parent_map(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
     collector = _Parents()
-    module.visit(collector)
+    walk(module, collector)
     return collector.parents

@@ -147,7 +147,7 @@ class ExpressionEvaluator:
         """The host touches CPU tensor memory: note the device work on it the host has not seen."""
         pending = []
         for storage in storages:
-            for access in self.state.history.get(storage.id, ()):
+            for access in self.state.history.get(storage.root.id, ()):
                 if not access.op.seq:
                     continue
                 if mode == "read" and access.mode != "write":
@@ -390,10 +390,18 @@ class ExpressionEvaluator:
         storages = storages_of(base)
         index_storages = [s for v in index_values for s in storages_of(v)]
         if storages and index_storages:
+            if not any(s.tensor for s in index_storages):
+                # `x[idx]` with an index of unknown kind: read x here, but `idx` may be an int.
+                return self.tensor_op(node, reads=storages, result_label="<expr>")
             # Advanced indexing with a tensor: a gather, i.e. a new tensor.
             return self.tensor_op(node, reads=storages + index_storages, result_label="<expr>")
         if storages:
             self.mark_tensor(storages)
+            if len(storages) == 1 and all(isinstance(e.slice, cst.Slice) for e in node.slice):
+                # A static slice: a view of a region of the base.
+                text = ",".join(self.i.model_code(e) for e in node.slice)
+                return Storage(storages[0].root.id, storages[0].label, base=storages[0], region=text,
+                               alloc_stream=storages[0].alloc_stream, device=storages[0].device)
             return base
         return None
 
@@ -404,7 +412,14 @@ class ExpressionEvaluator:
         right = self.ev(node.right)
         storages = storages_of(left) + storages_of(right)
         if storages:
-            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>")
+            # Arithmetic is evidence only when an operand is known to be a tensor (`rank * n` on two
+            # parameters is usually integer arithmetic), for `@`, or inside a stream block.
+            evidence = (
+                any(s.tensor for s in storages)
+                or isinstance(node.operator, cst.MatrixMultiply)
+                or bool(self.i.block_streams)
+            )
+            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
         return HOST if isinstance(left, HostValue) and isinstance(right, HostValue) else None
 
     def ex_Comparison(self, node: cst.Comparison, hint=None):
@@ -413,7 +428,8 @@ class ExpressionEvaluator:
             return HOST
         storages = [s for v in values for s in storages_of(v)]
         if storages:
-            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>")
+            evidence = any(s.tensor for s in storages)
+            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
         return HOST
 
     def ex_UnaryOperation(self, node: cst.UnaryOperation, hint=None):
@@ -424,7 +440,8 @@ class ExpressionEvaluator:
                 self.blocking_read(node, storages)
             return HOST
         if storages:
-            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>")
+            evidence = any(s.tensor for s in storages)
+            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
         return value if isinstance(value, HostValue) else None
 
     def ex_BooleanOperation(self, node: cst.BooleanOperation):
@@ -698,6 +715,9 @@ class ExpressionEvaluator:
         storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
                                      device=device, pinned=pinned)
         if storage.on_host:
+            return storage
+        if name.rsplit(".", 1)[-1].startswith("empty"):
+            # Allocation only, no kernel: nothing to race with, but the allocation stream counts.
             return storage
         op = self.i.emit(OpKind.ACCESS, node, writes=(storage,), qualname=name)
         self.i.access(op, storage, "write")

@@ -16,6 +16,7 @@ from typing import Iterable, Mapping, Optional
 
 import libcst as cst
 
+from synclint.cstwalk import walk
 from synclint.model import FunctionModel, Op, OpKind
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
@@ -133,7 +134,7 @@ def records_of(op: Op, event_key: str) -> list[Op]:
 def polled_in_while(node: cst.CSTNode, root: cst.CSTNode) -> bool:
     """Is ``node`` inside the test of a ``while`` loop (``while not end.query(): ...``)?"""
     finder = _WhileTests(node)
-    root.visit(finder)
+    walk(root, finder)
     return finder.found
 
 

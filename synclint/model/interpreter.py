@@ -161,12 +161,16 @@ class Interpreter:
     # -- accesses, hazards, lifetimes -----------------------------------------------------------
 
     def access(self, op: Op, storage: Storage, mode: str) -> Access:
-        access = Access(op, storage, mode, op.stream)
+        region = storage.region
+        storage = storage.root
+        access = Access(op, storage, mode, op.stream, region)
         if mode == "write" and storage.alloc_op is None and op.site.node is storage.alloc_node:
             storage.alloc_op = op.site
         for prev in self.state.history.get(storage.id, ()):
             if prev.stream.key == op.stream.key or (prev.mode == "read" and mode == "read"):
                 continue
+            if prev.region is not None and region is not None and prev.region != region:
+                continue  # two different static slices of one buffer
             if storage.on_host and prev.op.kind == OpKind.ENTRY:
                 continue  # the caller filled host memory on the host: no stream is involved
             if not prev.stream.distinct_from(op.stream):
@@ -187,30 +191,39 @@ class Interpreter:
         if key in self._hazard_keys:
             return
         self._hazard_keys.add(key)
-        producer = None
-        for prev in self.state.history.get(second.storage.id, ()):
-            if (
-                prev.mode == "write"
-                and prev.stream.key not in (first.stream.key, second.stream.key)
-                and prev.op.seq
-                and ordered(prev.op, first.op.vc, first.stream)
-                and ordered(prev.op, second.op.vc, second.stream)
-                and prev.op.index < first.op.index
-            ):
-                producer = prev.op
-                break
+        producer = self._common_producer(first, second)
         self.model.hazards.append(Hazard(second.storage, first, second, kind, producer))
+
+    def _common_producer(self, first: Access, second: Access) -> Optional[Op]:
+        """An op on a third stream that both streams waited for (SYN103), preferring a write of
+        the tensor itself."""
+        pair = (first.stream.key, second.stream.key)
+        for key, count in first.op.vc.items():
+            both = min(count, second.op.vc.get(key, 0))
+            if key in pair or both <= 0:
+                continue
+            writes = [
+                a.op for a in self.state.history.get(second.storage.id, ())
+                if a.stream.key == key and a.mode == "write" and 0 < a.op.seq <= both
+            ]
+            if writes:
+                return writes[-1]
+            ops = [op for op in self.model.ops if op.stream.key == key and op.on_device and 0 < op.seq <= both]
+            if ops:
+                return ops[-1]
+        return None
 
     def release(self, storage: Storage, node: cst.CSTNode) -> None:
         """The last local reference to ``storage`` dies at ``node``: check its cross-stream uses."""
+        storage = storage.root
         if storage.origin != "local" or storage.escapes or storage.alloc_stream is None:
             return
         alloc = storage.alloc_stream
         uses = [
             a
             for a in self.state.history.get(storage.id, ())
-            if a.stream.distinct_from(alloc) and a.op.seq
-        ]
+            if a.stream.distinct_from(alloc) and a.op.seq and a.op.origin_op is None
+        ]  # uses replayed from other methods may well come after this release at run time
         if not uses:
             return
         alloc_vc = self.state.stream_vc(alloc.key)
@@ -219,10 +232,15 @@ class Interpreter:
         for use in uses:
             if alloc_vc.get(use.stream.key, 0) >= use.op.seq:
                 continue
-            if alloc.key != self.entry.key and alloc_op is not None and alloc_op.vc.get(use.stream.key, 0) > 0:
-                # A side stream that waited for the consumer's stream before allocating: the code
-                # keeps that discipline, so the side stream's next allocation is ordered too.
-                continue
+            if alloc.key != self.entry.key and alloc_op is not None:
+                # A side stream that waits for the consumer's stream (directly, or for the main
+                # stream once the main stream has waited for the consumer) before its work keeps
+                # that discipline, so its next allocation is ordered after the use too.
+                if alloc_op.vc.get(use.stream.key, 0) > 0:
+                    continue
+                entry_now = self.state.stream_vc(self.entry.key)
+                if alloc_op.vc.get(self.entry.key, 0) > 0 and entry_now.get(use.stream.key, 0) >= use.op.seq:
+                    continue
             if any(s.key == use.stream.key for s in storage.recorded_streams):
                 continue
             key = (storage.id, id(use.node))
@@ -242,18 +260,20 @@ class Interpreter:
                 self.release(storage, node)
 
     def _referenced(self, storage: Storage) -> bool:
-        return any(storage in storages_of(v) for v in self.state.env.values())
+        root = storage.root
+        return any(root is s.root for v in self.state.env.values() for s in storages_of(v))
 
     def release_locals(self, node: cst.CSTNode, keep: Iterable[Storage] = ()) -> None:
-        kept = {s.id for s in keep}
+        kept = {s.root.id for s in keep}
         for name, value in self.state.env.items():
             if "." in name:
-                kept.update(s.id for s in storages_of(value))  # still held by the object
+                kept.update(s.root.id for s in storages_of(value))  # still held by the object
         seen: set[int] = set()
         for name, value in list(self.state.env.items()):
             if "." in name:
                 continue
             for storage in storages_of(value):
+                storage = storage.root
                 if storage.id in kept or storage.id in seen:
                     continue
                 seen.add(storage.id)
@@ -384,6 +404,7 @@ class Interpreter:
         then the caller will use it on its current stream and, when it drops it, the block goes back
         to the side stream's pool: without ``record_stream`` the side stream may reuse it early.
         """
+        storage = storage.root
         alloc = storage.alloc_stream
         if alloc is None or storage.origin == "param" or not alloc.distinct_from(self.entry):
             return

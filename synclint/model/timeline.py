@@ -104,6 +104,7 @@ class Access:
     storage: Storage
     mode: str  # "read" or "write"
     stream: StreamValue
+    region: Optional[str] = None  # the static slice accessed, None for the whole tensor
 
     @property
     def node(self) -> cst.CSTNode:

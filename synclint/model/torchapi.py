@@ -15,6 +15,7 @@ from typing import Iterable
 
 import libcst as cst
 
+from synclint.cstwalk import walk
 from synclint.settings import AnalysisSettings
 
 #: Classes whose instances are CUDA(-like) events. ``torch.Event`` takes ``device`` first.
@@ -95,7 +96,7 @@ class ImportResolver:
     @cached_property
     def aliases(self) -> dict[str, str]:
         collector = _ImportCollector()
-        self.module.visit(collector)
+        walk(self.module, collector)
         aliases = dict(collector.aliases)
         # ``cuda = torch.cuda`` / ``accel = get_accelerator()`` at module level: module aliases.
         for stmt in self.module.body:

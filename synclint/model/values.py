@@ -99,6 +99,15 @@ class Storage:
     #: it and gain it when used as a tensor (a tensor method, arithmetic, a torch function); hazards
     #: on values that never show evidence are dropped, because they are usually configs or modules.
     tensor: bool = True
+    #: For a static slice of another tensor (``buf[:, :n]``): the tensor it views and the slice's
+    #: text. Accesses are recorded on the base; two different static slices are taken as disjoint
+    #: (halo exchanges and bucket views write separate slices from separate streams).
+    base: Optional["Storage"] = None
+    region: Optional[str] = None
+
+    @property
+    def root(self) -> "Storage":
+        return self.base.root if self.base is not None else self
 
     @property
     def on_host(self) -> bool:
