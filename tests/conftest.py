@@ -81,14 +81,18 @@ FAKE_RULES = (MarkerRule, RiskyRule, BoomRule)
 @pytest.fixture
 def fake_rules():
     """Register the fake rules (the registry's cached dict is shared by every caller)."""
+    from synclint.pipeline import _triggers_for
+
     registry = all_rules()
     for rule in FAKE_RULES:
         registry[rule.code] = rule
+    _triggers_for.cache_clear()
     try:
         yield FAKE_RULES
     finally:
         for rule in FAKE_RULES:
             registry.pop(rule.code, None)
+        _triggers_for.cache_clear()
 
 
 @dataclass

@@ -34,7 +34,10 @@ def test_prefilter_skips_files_without_triggers_but_not_syntax_errors():
 def test_a_rule_without_triggers_disables_the_prefilter(fake_rules, monkeypatch):
     from conftest import MarkerRule
 
+    from synclint.pipeline import _triggers_for
+
     monkeypatch.setattr(MarkerRule, "triggers", ())
+    _triggers_for.cache_clear()
     codes = frozenset({"SYN901"})
     assert prefiltered("x = 1\n", "f.py", codes) is None
 
