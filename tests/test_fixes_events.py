@@ -144,3 +144,174 @@ def test_syn501_no_fix_when_the_keyword_is_ambiguous_or_far() -> None:
     source = "import torch\ne = torch.cuda.Event(timing=True)\n"
     (found,) = [d for d in lint_source(source) if d.code == "SYN501"]
     assert found.fix is None
+
+
+def test_syn201_replaces_wait_with_synchronize() -> None:
+    out = assert_fixed(
+        """
+        import torch
+
+        def fetch(sampled, copy_stream):
+            host = torch.empty(sampled.shape, pin_memory=True)
+            done = torch.cuda.Event()
+            with torch.cuda.stream(copy_stream):
+                host.copy_(sampled, non_blocking=True)
+                done.record()
+            done.wait()
+            return host.tolist()
+        """,
+        "SYN201",
+        Applicability.UNSAFE,
+        ["    done.synchronize()\n"],
+    )
+    # The synchronization also settles the host read the wait was meant to protect.
+    assert [d.code for d in lint_source(out)] == []
+
+
+def test_syn201_wait_event_becomes_event_synchronize() -> None:
+    assert_fixed(
+        """
+        import torch
+
+        def offload(act, side):
+            host = torch.empty(act.shape, pin_memory=True)
+            ready = torch.cuda.Event()
+            with torch.cuda.stream(side):
+                host.copy_(act, non_blocking=True)
+                ready.record(side)
+            torch.cuda.current_stream().wait_event(ready)
+            return host.numpy()
+        """,
+        "SYN201",
+        Applicability.UNSAFE,
+        ["    ready.synchronize()\n"],
+    )
+
+
+def test_syn201_no_fix_for_work_wait() -> None:
+    source = textwrap.dedent(
+        """
+        import time
+        import torch
+        import torch.distributed as dist
+
+        def timed(grad):
+            grad = grad.cuda()
+            start = time.time()
+            work = dist.all_reduce(grad, async_op=True)
+            work.wait()
+            return time.time() - start
+        """
+    )
+    (found,) = [d for d in lint_source(source) if d.code == "SYN201"]
+    assert found.fix is None
+
+
+def test_syn203_inserts_end_synchronize() -> None:
+    out = assert_fixed(
+        """
+        import torch
+
+        def bench(fn):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            return start.elapsed_time(end)
+        """,
+        "SYN203",
+        Applicability.UNSAFE,
+        ["    end.synchronize()\n    return start.elapsed_time(end)"],
+    )
+    assert lint_source(out) == []
+
+
+def test_syn205_inserts_device_synchronize_with_the_files_torch_alias() -> None:
+    out = assert_fixed(
+        """
+        import time
+        import torch as th
+
+        def bench(n):
+            a = th.randn(n, n, device="cuda")
+            th.cuda.synchronize()
+            t0 = time.perf_counter()
+            b = a @ a
+            t1 = time.perf_counter()
+            return b, t1 - t0
+        """,
+        "SYN205",
+        Applicability.UNSAFE,
+        ["    th.cuda.synchronize()\n    t1 = time.perf_counter()"],
+    )
+    assert lint_source(out) == []
+
+
+def test_syn301_inserts_the_copy_streams_synchronize() -> None:
+    out = assert_fixed(
+        """
+        import torch
+
+        def to_numpy(logits, copy_stream):
+            preds = logits.argmax(-1)
+            copy_stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(copy_stream):
+                host = preds.to("cpu", non_blocking=True)
+            preds.record_stream(copy_stream)
+            return host.numpy()
+        """,
+        "SYN301",
+        Applicability.UNSAFE,
+        ["    copy_stream.synchronize()\n    return host.numpy()"],
+    )
+    assert [d.code for d in lint_source(out)] == []
+
+
+def test_syn301_default_stream_copy_uses_device_synchronize() -> None:
+    assert_fixed(
+        """
+        import torch
+
+        def log_step(loss, writer):
+            loss_cpu = loss.detach().to("cpu", non_blocking=True)
+            writer.add_scalar("loss", loss_cpu.item())
+        """,
+        "SYN301",
+        Applicability.UNSAFE,
+        ["    torch.cuda.synchronize()\n    writer.add_scalar"],
+    )
+
+
+def test_syn304_inserts_synchronize_before_the_refill() -> None:
+    out = assert_fixed(
+        """
+        import torch
+
+        def upload_and_reset(values):
+            pinned = torch.tensor(values).pin_memory()
+            on_gpu = pinned.to("cuda", non_blocking=True)
+            pinned.zero_()
+            return on_gpu
+        """,
+        "SYN304",
+        Applicability.UNSAFE,
+        ["    torch.cuda.synchronize()\n    pinned.zero_()"],
+    )
+    assert lint_source(out) == []
+
+
+def test_sync_fixes_are_not_offered_in_one_line_suites() -> None:
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def upload_and_reset(values):
+            pinned = torch.tensor(values).pin_memory()
+            on_gpu = pinned.to("cuda", non_blocking=True)
+            with torch.no_grad(): pinned.zero_()
+            return on_gpu
+        """
+    )
+    (found,) = [d for d in lint_source(source) if d.code == "SYN304"]
+    assert found.fix is None
