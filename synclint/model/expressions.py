@@ -9,6 +9,7 @@ new tensor made there.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
@@ -53,6 +54,7 @@ _TENSOR_ONLY_METHODS = {
 }
 
 
+_SYNC_NAME = re.compile(r"(^|_)(sync|synchronize|synchronise)(_|$)", re.IGNORECASE)
 _STREAM_ONLY_METHODS = {"wait_stream", "wait_event", "record_event"}
 
 
@@ -86,6 +88,7 @@ def _string(node: Optional[cst.BaseExpression]) -> Optional[str]:
 class ExpressionEvaluator:
     def __init__(self, interp: "Interpreter") -> None:
         self.i = interp
+        self.index_depth = 0
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -368,13 +371,17 @@ class ExpressionEvaluator:
     def ex_Subscript(self, node: cst.Subscript):
         base = self.ev(node.value)
         index_values = []
-        for element in node.slice:
-            inner = element.slice
-            if isinstance(inner, cst.Index):
-                index_values.append(self.ev(inner.value))
-            else:
-                for part in (inner.lower, inner.upper, inner.step):
-                    self.ev(part)
+        self.index_depth += 1  # arithmetic in an index is usually integer arithmetic
+        try:
+            for element in node.slice:
+                inner = element.slice
+                if isinstance(inner, cst.Index):
+                    index_values.append(self.ev(inner.value))
+                else:
+                    for part in (inner.lower, inner.upper, inner.step):
+                        self.ev(part)
+        finally:
+            self.index_depth -= 1
         if isinstance(base, StreamList):
             inner = node.slice[0].slice
             text = self.i.model_code(inner.value) if isinstance(inner, cst.Index) else "i"
@@ -417,7 +424,7 @@ class ExpressionEvaluator:
             evidence = (
                 any(s.tensor for s in storages)
                 or isinstance(node.operator, cst.MatrixMultiply)
-                or bool(self.i.block_streams)
+                or (bool(self.i.block_streams) and not self.index_depth)
             )
             return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
         return HOST if isinstance(left, HostValue) and isinstance(right, HostValue) else None
@@ -661,7 +668,19 @@ class ExpressionEvaluator:
             return self.torch_function(node, name, hint)
         return self.unknown_call(node, hint)
 
+    def sync_by_name(self, node: cst.Call, name: str) -> bool:
+        """An unknown helper whose name says it synchronizes (``timer.sync()``, ``cuda_sync()``,
+        ``synchronize_all()``) is taken at its word: precision first."""
+        if not _SYNC_NAME.search(name.rsplit(".", 1)[-1]):
+            return False
+        self.args(node)
+        self.sync_device(node, "helper", name)
+        return True
+
     def unknown_call(self, node: cst.Call, hint: Optional[str]):
+        name = self.i.resolver.qualify(node.func) or ""
+        if name and self.sync_by_name(node, name):
+            return HOST
         storages = self.arg_storages(node)
         if not storages:
             return None
@@ -679,6 +698,8 @@ class ExpressionEvaluator:
                 self.args(node)
                 self.sync_device(node, "unknown")
                 return HOST
+        if method != "synchronize" and _SYNC_NAME.search(method) and self.sync_by_name(node, method):
+            return HOST
         if method in ("record", "elapsed_time") and receiver is None:
             event = self.as_event(func.value, receiver)
             if event is not None:

@@ -58,23 +58,49 @@ class UnorderedCrossStreamAccess(Rule):
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         for function in functions(ctx):
+            # One finding per access site and pair of streams, naming every tensor involved.
+            groups: dict[tuple, list[Hazard]] = {}
             for hazard in function.hazards:
                 if hazard.common_producer is not None:
                     continue
-                yield self.report(ctx, hazard)
+                key = (id(hazard.second.node), hazard.first.stream.key, hazard.second.stream.key)
+                groups.setdefault(key, []).append(hazard)
+            for hazards in groups.values():
+                yield self.report(ctx, hazards)
 
-    def report(self, ctx: RuleContext, hazard: Hazard) -> Diagnostic:
+    def report(self, ctx: RuleContext, hazards: list[Hazard]) -> Diagnostic:
+        hazard = hazards[0]
         second = hazard.second
         line = ctx.line(second.node)
+        names = list(dict.fromkeys(h.storage.label for h in hazards))
+        if len(names) == 1 and len(hazards) == 1:
+            subject = first_clause(hazard, ctx)
+        else:
+            lines = sorted({ctx.line(h.first.node) for h in hazards})
+            modes = {h.first.mode for h in hazards}
+            verb = describe_access("write" if "write" in modes else "read")
+            tensors = ", ".join(f"`{n}`" for n in names)
+            were = "is" if len(names) == 1 else "are"
+            where = "line" if len(lines) == 1 else "lines"
+            subject = (
+                f"{tensors} {were} {verb} on {hazard.first.stream.label} ({where} "
+                f"{', '.join(map(str, lines))})"
+            )
+        modes = {h.second.mode for h in hazards}
         message = (
-            f"{first_clause(hazard, ctx)} and {describe_access(second.mode)} on "
+            f"{subject} and {describe_access('write' if 'write' in modes else 'read')} on "
             f"{second.stream.label} (line {line}) with nothing ordering them"
         )
         fix = self.fix(ctx, hazard)
         if fix is not None:
             message += f"; {fix.message}"
-        related = [(hazard.first.node, f"`{hazard.storage.label}` {describe_access(hazard.first.mode)} on {hazard.first.stream.label}")]
-        return ctx.diagnostic(self, second.node, message, related, fix, hazard_data(hazard, ctx))
+        related = [
+            (h.first.node, f"`{h.storage.label}` {describe_access(h.first.mode)} on {h.first.stream.label}")
+            for h in hazards
+        ]
+        data = hazard_data(hazard, ctx)
+        data["tensors"] = names
+        return ctx.diagnostic(self, second.node, message, related, fix, data)
 
     def fix(self, ctx: RuleContext, hazard: Hazard) -> Optional[Fix]:
         first, second = hazard.first, hazard.second
