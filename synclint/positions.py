@@ -12,6 +12,7 @@ from typing import Iterable
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from synclint.cstwalk import walk
 from synclint.diagnostics import Applicability, Edit, Fix, Position, Span
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
@@ -47,7 +48,7 @@ class PositionIndex:
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         if self._parents is None:
             collector = _ParentCollector()
-            self.module.visit(collector)
+            walk(self.module, collector)
             self._parents = collector.parents
         return self._parents.get(node)
 

@@ -13,6 +13,7 @@ from typing import Iterable
 
 import libcst as cst
 
+from synclint.cstwalk import walk
 from synclint.diagnostics import Diagnostic
 from synclint.model import OpKind
 from synclint.rules._common import functions
@@ -26,7 +27,7 @@ def _names(node: cst.CSTNode) -> set[str]:
         def visit_Name(self, name: cst.Name) -> None:
             found.add(name.value)
 
-    node.visit(Collect())
+    walk(node, Collect())
     return found
 
 

@@ -12,6 +12,7 @@ from typing import Iterable
 
 import libcst as cst
 
+from synclint.cstwalk import walk
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model.file_facts import tensor_facts
 from synclint.rules.base import FixKind, Rule, RuleContext
@@ -72,5 +73,5 @@ def _bare_calls(module: cst.Module) -> list[cst.Expr]:
             if isinstance(node.value, cst.Call):
                 found.append(node)
 
-    module.visit(_Visitor())
+    walk(module, _Visitor())
     return found

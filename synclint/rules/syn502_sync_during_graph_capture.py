@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 
+from synclint.cstwalk import walk
 from synclint.diagnostics import Diagnostic
 from synclint.model.bindings import iter_calls
 from synclint.model.file_facts import import_resolver, tensor_facts
@@ -64,7 +65,7 @@ class SyncDuringGraphCapture(Rule):
             def visit_Module(self, node: cst.Module) -> None:
                 found.extend(_between_capture_calls(node.body))
 
-        ctx.module.visit(_Visitor())
+        walk(ctx.module, _Visitor())
         yield from found
 
     def _synchronizes(self, ctx: RuleContext, call: cst.Call) -> str | None:

@@ -1,0 +1,213 @@
+"""A fast, read-only replacement for ``node.visit(visitor)`` with libcst ``CSTVisitor`` s.
+
+Why: libcst's ``visit`` is written for transformers. For every node it calls
+``_visit_and_replace_children``, which *rebuilds* the node (dataclass construction plus validation) even
+when the visitor only reads, and fires ``on_visit_attribute``/``on_leave_attribute`` for every field.
+Profiling synclint on DeepSpeed showed a single traversal costing about twice the parse, and the rules
+and model helpers traverse each file several times: traversals, not parsing, were most of the run.
+
+:func:`walk` gives a visitor exactly the ``on_visit``/``on_leave`` calls libcst would, in the same
+order, without rebuilding anything:
+
+* children come from the fields that libcst's own ``_visit_and_replace_children`` visits, in its
+  order (read once per node type from libcst's source; a test checks them against ``node.children``
+  on real code);
+* subtrees made only of whitespace, comments and punctuation are skipped when the visitor has no
+  handler for any such node type (with the default ``on_visit``/``on_leave``, skipping them is
+  unobservable);
+* visitors that use per-attribute hooks (``visit_Call_func``) or override ``on_visit_attribute``
+  are handed to libcst unchanged;
+* it is iterative, so deeply nested code cannot exhaust Python's recursion limit here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Callable, Iterator
+
+import libcst as cst
+
+_FIELD_IN_VISIT = re.compile(r"\b(visit_\w+)\(\s*self\s*,\s*\"(\w+)\"")
+_SEQUENCE_HELPERS = frozenset({"visit_sequence", "visit_iterable", "visit_body_sequence", "visit_body_iterable"})
+_SINGLE_HELPERS = frozenset({"visit_required", "visit_optional", "visit_sentinel"})
+
+#: Node types whose whole subtree is whitespace, comments or punctuation.
+TRIVIA: frozenset[type] = frozenset(
+    cls
+    for name in dir(cst)
+    if isinstance(cls := getattr(cst, name), type) and issubclass(cls, cst.CSTNode)
+    and (
+        issubclass(cls, (cst.BaseParenthesizableWhitespace, cst.BaseBinaryOp, cst.BaseBooleanOp,
+                         cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp))
+        or cls in (cst.TrailingWhitespace, cst.Newline, cst.Comment, cst.EmptyLine, cst.Semicolon,
+                   cst.Colon, cst.Comma, cst.Dot, cst.AssignEqual, cst.ImportStar, cst.LeftParen,
+                   cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+                   cst.RightCurlyBrace, cst.Asynchronous)
+    )
+)
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_GETTERS: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
+
+
+def _visited_fields(node_type: type) -> list[tuple[str, str]]:
+    """(helper, field) pairs from libcst's ``_visit_and_replace_children`` for ``node_type``."""
+    return _FIELD_IN_VISIT.findall(inspect.getsource(node_type._visit_and_replace_children))
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    """The names of the fields libcst visits for ``node_type``, in libcst's visiting order."""
+    fields = _FIELDS.get(node_type)
+    if fields is None:
+        fields = _FIELDS[node_type] = tuple(dict.fromkeys(f for _, f in _visited_fields(node_type)))
+    return fields
+
+
+def _make_getter(node_type: type) -> Callable[[cst.CSTNode], list[cst.CSTNode]]:
+    """Compile a function listing a node's children for one node type.
+
+    Generated code instead of a generic loop: the generic version spent most of its time in
+    ``isinstance`` checks against libcst's abstract base classes."""
+    helpers: dict[str, set[str]] = {}
+    for helper, name in _visited_fields(node_type):
+        helpers.setdefault(name, set()).add(helper)
+    lines = ["def children(node):", "    out = []"]
+    for name, used in helpers.items():
+        if used <= _SEQUENCE_HELPERS:
+            lines.append(f"    v = node.{name}")
+            lines.append("    if v: out.extend(v)")
+        elif used <= _SINGLE_HELPERS:
+            lines.append(f"    v = node.{name}")
+            lines.append("    if v is not None and v.__class__ is not _Maybe: out.append(v)")
+        else:  # the field is visited as a node or as a sequence depending on its value
+            lines.append(f"    v = node.{name}")
+            lines.append("    if isinstance(v, (tuple, list)): out.extend(v)")
+            lines.append("    elif v is not None and v.__class__ is not _Maybe: out.append(v)")
+    lines.append("    return out")
+    namespace: dict = {"_Maybe": cst.MaybeSentinel}
+    exec("\n".join(lines), namespace)  # noqa: S102 - code built from libcst's field names only
+    return namespace["children"]
+
+
+def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children of ``node`` in source order (what ``node.children`` returns, without its cost)."""
+    node_type = node.__class__
+    getter = _GETTERS.get(node_type)
+    if getter is None:
+        getter = _GETTERS[node_type] = _make_getter(node_type)
+    return getter(node)
+
+
+def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    return iter(children_of(node))
+
+
+def _children_reversed(node: cst.CSTNode, skip: frozenset[type]) -> list[cst.CSTNode]:
+    out = [child for child in children_of(node) if child.__class__ not in skip]
+    out.reverse()
+    return out
+
+
+_ATTRIBUTE_HOOK = re.compile(r"^(visit|leave)_[A-Z][A-Za-z]*_\w+$")
+_PLAN: dict[type, tuple[bool, frozenset[type]] | None] = {}
+
+
+def _plan(visitor_type: type) -> tuple[bool, frozenset[type]] | None:
+    """(uses default dispatch, node types it may skip), or None when libcst must do the walk."""
+    if visitor_type in _PLAN:
+        return _PLAN[visitor_type]
+    plan: tuple[bool, frozenset[type]] | None
+    base = cst.CSTVisitor
+    if (
+        not issubclass(visitor_type, base)
+        or visitor_type.on_visit_attribute is not base.on_visit_attribute
+        or visitor_type.on_leave_attribute is not base.on_leave_attribute
+        or any(_ATTRIBUTE_HOOK.match(name) and _overrides(visitor_type, name) for name in dir(visitor_type))
+    ):
+        plan = None
+    else:
+        default = visitor_type.on_visit is base.on_visit and visitor_type.on_leave is base.on_leave
+        handles_trivia = any(
+            _overrides(visitor_type, f"{kind}_{t.__name__}") for t in TRIVIA for kind in ("visit", "leave")
+        )
+        plan = (default, frozenset() if (handles_trivia or not default) else TRIVIA)
+    _PLAN[visitor_type] = plan
+    return plan
+
+
+def _overrides(visitor_type: type, name: str) -> bool:
+    mine = getattr(visitor_type, name, None)
+    return mine is not None and mine is not getattr(cst.CSTVisitor, name, None)
+
+
+_HANDLERS: dict[tuple[type, type], tuple[Callable | None, Callable | None]] = {}
+
+
+def _handlers(visitor_type: type, node_type: type) -> tuple[Callable | None, Callable | None]:
+    key = (visitor_type, node_type)
+    found = _HANDLERS.get(key)
+    if found is None:
+        name = node_type.__name__
+        found = _HANDLERS[key] = (
+            getattr(visitor_type, f"visit_{name}") if _overrides(visitor_type, f"visit_{name}") else None,
+            getattr(visitor_type, f"leave_{name}") if _overrides(visitor_type, f"leave_{name}") else None,
+        )
+    return found
+
+
+def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """Visit ``node`` and its subtree with a read-only ``visitor``, as ``node.visit(visitor)`` would."""
+    plan = _plan(type(visitor))
+    if plan is None:
+        node.visit(visitor)
+        return
+    default, skip = plan
+    if default:
+        _walk_dispatching(node, visitor, skip)
+    else:
+        _walk_generic(node, visitor)
+
+
+def _walk_dispatching(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozenset[type]) -> None:
+    visitor_type = type(visitor)
+    stack: list = [root]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        item = pop()
+        if type(item) is tuple:  # (leave handler, node)
+            item[0](visitor, item[1])
+            continue
+        on_visit, on_leave = _handlers(visitor_type, type(item))
+        if on_leave is not None:
+            push((on_leave, item))
+        if on_visit is None or on_visit(visitor, item) is not False:
+            extend(_children_reversed(item, skip))
+
+
+def _walk_generic(root: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """For visitors overriding ``on_visit``/``on_leave``: every node, libcst's order."""
+    stack: list = [root]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    on_visit, on_leave = visitor.on_visit, visitor.on_leave
+    while stack:
+        item = pop()
+        if type(item) is tuple:
+            on_leave(item[0])
+            continue
+        push((item,))
+        if on_visit(item):
+            extend(_children_reversed(item, frozenset()))
+
+
+def parent_map(root: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
+    """Each node's parent, for every node under ``root`` except whitespace and punctuation."""
+    parents: dict[cst.CSTNode, cst.CSTNode] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for child in children_of(node):
+            if child.__class__ not in TRIVIA:
+                parents[child] = node
+                stack.append(child)
+    return parents

@@ -1,0 +1,165 @@
+"""The fast walker must be indistinguishable from libcst's own ``visit`` for read-only visitors.
+
+Checked three ways: the children of every node equal libcst's ``node.children`` (same objects, same
+order) on the fixtures, a generated corpus and, when present, a sample of DeepSpeed; a recording
+visitor sees the same calls in the same order; and every fixture lints to the same diagnostics
+whether the rules walk with :func:`synclint.cstwalk.walk` or with libcst.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from synclint import cstwalk
+from synclint.engine import lint_source
+from synclint.rules.registry import all_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+DEEPSPEED = ROOT / "corpora" / "DeepSpeed"
+
+
+def _generated(tmp_path_factory) -> list[Path]:
+    spec = importlib.util.spec_from_file_location("gen_corpus", ROOT / "benchmarks" / "gen_corpus.py")
+    gen = importlib.util.module_from_spec(spec)
+    sys.modules["gen_corpus"] = gen
+    spec.loader.exec_module(gen)
+    out = tmp_path_factory.mktemp("walk-corpus")
+    gen.generate(out, 4_000, stream_fraction=0.5, seed=3)
+    return sorted(out.rglob("*.py"))
+
+
+def _sources(tmp_path_factory) -> list[Path]:
+    files = sorted((ROOT / "fixtures").rglob("*.py")) + _generated(tmp_path_factory)
+    if DEEPSPEED.is_dir():
+        sample = sorted(DEEPSPEED.rglob("*.py"))
+        random.Random(0).shuffle(sample)
+        files += sample[:30]
+    return files
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory) -> list[cst.Module]:
+    parsed = []
+    for path in _sources(tmp_path_factory):
+        try:
+            parsed.append(cst.parse_module(path.read_bytes()))
+        except cst.ParserSyntaxError:
+            continue  # the SYN001 fixtures
+    return parsed
+
+
+def test_children_match_libcst_on_real_code(modules):
+    checked = 0
+    for module in modules:
+        stack: list[cst.CSTNode] = [module]
+        while stack:
+            node = stack.pop()
+            expected = node.children
+            got = cstwalk.children_of(node)
+            assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), type(node)
+            checked += 1
+            stack.extend(expected)
+    assert checked > 10_000
+
+
+class Recorder(cst.CSTVisitor):
+    """Records every callback, prunes lambdas, and handles some punctuation (disables skipping)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+
+    def visit_Name(self, node):
+        self.events.append(("Name", id(node)))
+
+    def visit_Call(self, node):
+        self.events.append(("Call", id(node)))
+
+    def leave_Call(self, node):
+        self.events.append(("/Call", id(node)))
+
+    def visit_Lambda(self, node):
+        self.events.append(("Lambda", id(node)))
+        return False
+
+    def leave_Lambda(self, node):
+        self.events.append(("/Lambda", id(node)))
+
+
+class CommaRecorder(Recorder):
+    def visit_Comma(self, node):
+        self.events.append(("Comma", id(node)))
+
+
+class GenericRecorder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+
+    def on_visit(self, node):
+        self.events.append(("in", id(node)))
+        return not isinstance(node, cst.FunctionDef) or node.name.value != "skip_me"
+
+    def on_leave(self, original_node):
+        self.events.append(("out", id(original_node)))
+
+
+@pytest.mark.parametrize("visitor_type", [Recorder, CommaRecorder, GenericRecorder])
+def test_visitors_see_what_libcst_shows_them(modules, visitor_type):
+    extra = cst.parse_module("def skip_me():\n    f(lambda: g(1), 2)\n\ndef other(a, b=h(3)):\n    return a\n")
+    for module in [*modules, extra]:
+        expected, got = visitor_type(), visitor_type()
+        module.visit(expected)
+        cstwalk.walk(module, got)
+        assert got.events == expected.events
+
+
+def test_attribute_hooks_fall_back_to_libcst():
+    class AttributeHooks(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.seen = []
+
+        def visit_Call_func(self, node):
+            self.seen.append(node)
+
+    visitor = AttributeHooks()
+    cstwalk.walk(cst.parse_module("f(x)\n"), visitor)
+    assert len(visitor.seen) == 1
+
+
+def test_deep_nesting_does_not_exhaust_the_stack():
+    source = "x = " + "(" * 150 + "1" + ")" * 150 + "\n"
+    chain = "y = " + " + ".join(["a"] * 3_000) + "\n"
+    for text in (source, chain):
+        module = cst.parse_module(text)
+
+        class Names(cst.CSTVisitor):
+            count = 0
+
+            def visit_Name(self, node):
+                Names.count += 1
+
+        cstwalk.walk(module, Names())
+        assert Names.count >= 1
+    assert len(cstwalk.parent_map(cst.parse_module(chain))) > 3_000
+
+
+def test_parent_map_agrees_with_libcst_children(modules):
+    for module in modules[:40]:
+        parents = cstwalk.parent_map(module)
+        for child, parent in parents.items():
+            assert any(c is child for c in parent.children)
+
+
+def test_fixtures_lint_identically_with_libcst_traversal(monkeypatch):
+    codes = set(all_rules())
+    fixtures = sorted((ROOT / "fixtures").rglob("*.py"))
+    fast = {p: lint_source(p.read_text(), str(p), codes) for p in fixtures}
+    monkeypatch.setattr(cstwalk, "_plan", lambda visitor_type: None)  # every walk through libcst
+    slow = {p: lint_source(p.read_text(), str(p), codes) for p in fixtures}
+    assert fast == slow
+    assert sum(len(v) for v in fast.values()) > 20  # the fixtures do produce findings
