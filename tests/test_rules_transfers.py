@@ -1,0 +1,142 @@
+"""Transfer rules (SYN301-SYN304) and the tensor facts behind them: device and pinned-ness
+inference, which reads are host reads, and what stays quiet."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from synclint.engine import lint_source
+from synclint.model.file_facts import tensor_facts
+from synclint.rules.base import RuleContext
+from synclint.settings import AnalysisSettings
+
+
+def codes(source: str) -> list[tuple[int, str]]:
+    return [(d.span.start.line, d.code) for d in lint_source(textwrap.dedent(source))]
+
+
+def facts_of(source: str, name: str):
+    """Tensor facts of the last expression statement ``name`` in ``source``."""
+    text = textwrap.dedent(source) + f"\n{name}\n"
+    module = cst.parse_module(text)
+    ctx = RuleContext("<t>", text, module, AnalysisSettings())
+    expr = module.body[-1].body[0].value
+    return tensor_facts(ctx).facts(expr, expr)
+
+
+@pytest.mark.parametrize(
+    ("setup", "device", "pinned"),
+    [
+        ("x = torch.zeros(4)", "cpu", False),
+        ("x = torch.zeros(4, pin_memory=True)", "cpu", True),
+        ("x = torch.zeros(4).pin_memory()", "cpu", True),
+        ('x = torch.zeros(4, device="cuda")', "cuda", None),
+        ('x = torch.zeros(4, device=torch.device("cpu"))', "cpu", False),
+        ('d = "cuda:1"\nx = torch.ones(2).to(d)', "cuda", None),
+        ('y = torch.ones(2, device="cuda")\nx = torch.zeros(3).to(y.device)', "cuda", None),
+        ("x = torch.randn(3).cuda().cpu()", "cpu", False),
+        ("x = torch.zeros(4, pin_memory=True)[1:3]", "cpu", True),
+        ("x = torch.from_numpy(a)", "cpu", False),
+        ("x = torch.zeros(4, pin_memory=True).to(torch.float16)", "cpu", True),
+    ],
+)
+def test_device_and_pinned_inference(setup: str, device, pinned) -> None:
+    facts = facts_of(f"import torch\n{setup}\n", "x")
+    assert facts is not None and (facts.device, facts.pinned) == (device, pinned)
+
+
+@pytest.mark.parametrize("setup", ["x = model", "def f(x):\n    return x", "x = foo()", "x = [1, 2]"])
+def test_unknown_values_are_not_tensors(setup: str) -> None:
+    assert facts_of(f"import torch\n{setup}\n", "x") is None
+
+
+def test_h2d_non_blocking_then_item_is_a_blocking_read_not_syn301() -> None:
+    assert codes(
+        """
+        import torch
+
+        def first(labels):
+            dev = torch.as_tensor(labels).pin_memory().to("cuda", non_blocking=True)
+            return dev.to("cuda", non_blocking=True).item()
+        """
+    ) == []
+
+
+def test_syn301_views_and_metadata_are_not_reads() -> None:
+    source = """
+    import torch
+
+    def stage(gpu, done):
+        host = torch.empty(gpu.shape, pin_memory=True)
+        host.copy_(gpu, non_blocking=True)
+        done.record()
+        n = host.shape[0]
+        view = host[0]
+        return host.sum()
+    """
+    assert codes(source) == [(10, "SYN301")]
+
+
+def test_syn301_data_names_the_copy_and_the_read() -> None:
+    (d,) = lint_source(
+        textwrap.dedent(
+            """
+            import torch
+
+            def log(loss):
+                host = loss.detach().to("cpu", non_blocking=True)
+                return float(host)
+            """
+        )
+    )
+    assert d.code == "SYN301"
+    assert d.data["tensor"] == "host"
+    assert d.data["first"] == {"stream": "default", "line": 5, "access": "write"}
+    assert d.data["second"]["line"] == 6
+
+
+def test_syn302_nn_module_to_is_in_place() -> None:
+    assert codes(
+        """
+        import torch
+        from torch import nn
+
+        def build(device):
+            m = nn.Linear(2, 2)
+            m.to(device)
+            m.cuda()
+            return m
+        """
+    ) == []
+
+
+def test_syn303_custom_collate_or_unbatched_loader_is_not_judged() -> None:
+    base = """
+    from torch.utils.data import DataLoader
+
+    def run(model, ds, collate):
+        loader = DataLoader(ds, {args})
+        for x in loader:
+            model(x.cuda(non_blocking=True))
+    """
+    assert codes(base.format(args="batch_size=8")) == [(7, "SYN303")]
+    assert codes(base.format(args="batch_size=8, collate_fn=collate")) == []
+    assert codes(base.format(args="batch_size=None")) == []
+    assert codes(base.format(args="batch_size=8, pin_memory=True")) == []
+
+
+def test_syn304_needs_a_pinned_buffer() -> None:
+    source = """
+    import torch
+
+    def upload(values):
+        buf = torch.tensor(values){pin}
+        gpu = buf.to("cuda", non_blocking=True)
+        buf.zero_()
+        return gpu
+    """
+    assert (7, "SYN304") in codes(source.format(pin=".pin_memory()"))
+    assert (7, "SYN304") not in codes(source.format(pin=""))
