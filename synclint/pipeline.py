@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 import warnings
 from dataclasses import dataclass, field
@@ -104,17 +105,37 @@ def decode(data: bytes, path: str) -> Decoded:
 
 
 @lru_cache(maxsize=64)
-def _triggers_for(codes: frozenset[str]) -> tuple[str, ...] | None:
-    """Trigger words of the enabled rules; None when some enabled rule has none (no prefilter)."""
-    words: set[str] = set()
-    for code in codes:
+def _triggers_for(codes: frozenset[str]) -> tuple[tuple[str, tuple[str, ...], re.Pattern | None], ...] | None:
+    """(code, trigger words, trigger pattern) of each enabled rule; None when some enabled rule has
+    no trigger words (then there is no prefilter)."""
+    table = []
+    for code in sorted(codes):
         rule = all_rules().get(code)
         if rule is None or rule.builtin:
             continue
         if not rule.triggers:
             return None
-        words.update(rule.triggers)
-    return tuple(sorted(words))
+        pattern = getattr(rule, "trigger_pattern", None)
+        table.append((code, tuple(rule.triggers), re.compile(pattern) if pattern else None))
+    return tuple(table)
+
+
+def codes_that_may_fire(text: str, codes: frozenset[str]) -> frozenset[str] | None:
+    """The enabled rules whose triggers occur in ``text``, plus the builtin codes (SYN001, SYN002);
+    None when the prefilter cannot tell (a rule without triggers is enabled).
+
+    Only these rules run on the file: a file that mentions ``.to(`` but no stream never builds the
+    stream model."""
+    table = _triggers_for(codes)
+    if table is None:
+        return None
+    in_table = {code for code, _, _ in table}
+    firing = {
+        code
+        for code, words, pattern in table
+        if any(word in text for word in words) and (pattern is None or pattern.search(text))
+    }
+    return frozenset(firing | (codes - in_table))
 
 
 def _compiles(text: str, path: str) -> bool:
@@ -133,8 +154,8 @@ def prefiltered(text: str, path: str, codes: frozenset[str]) -> Analysis | None:
     Skipping the libcst parse is the single biggest saving on large trees (most files never touch
     streams). A file that does not compile is parsed with libcst anyway, so SYN001 keeps its exact
     message and position."""
-    triggers = _triggers_for(codes)
-    if triggers is None or any(word in text for word in triggers):
+    may_fire = codes_that_may_fire(text, codes)
+    if may_fire is None or any(code in may_fire for code, _, _ in _triggers_for(codes)):
         return None
     if not _compiles(text, path):
         return None
@@ -144,9 +165,10 @@ def prefiltered(text: str, path: str, codes: frozenset[str]) -> Analysis | None:
 def lint_text(text: str, path: str, file_settings: FileSettings, prefilter: bool = True) -> FileResult:
     """Lint decoded text: the engine, then suppressions and SYN002."""
     codes = file_settings.codes
-    analysis = (prefilter and prefiltered(text, path, codes)) or analyse(
-        text, path, codes, file_settings.settings
-    )
+    analysis = prefiltered(text, path, codes) if prefilter else None
+    if analysis is None:
+        run = (prefilter and codes_that_may_fire(text, codes)) or codes
+        analysis = analyse(text, path, run, file_settings.settings)
     result = FileResult(path=path, source=text)
     for crash in analysis.crashes:
         result.errors.append(

@@ -43,6 +43,12 @@ class Rule:
     #: prefilter skips parsing files that contain no rule's trigger; keep these honest (a differential
     #: test checks that the prefilter never changes results).
     triggers: ClassVar[tuple[str, ...]] = ()
+    #: Optional regular expression a file must *also* match for this rule to possibly fire, for
+    #: rules whose trigger words are too common as substrings (``to``, ``time``). It must be a
+    #: necessary condition too: allow every spelling Python allows (spaces, line continuations,
+    #: comments between ``.`` and a name). Files are checked per rule, and only the rules that may
+    #: fire are run on a file.
+    trigger_pattern: ClassVar[str | None] = None
     #: Rules implemented by the lint pipeline itself (SYN001, SYN002) rather than by ``check``.
     builtin: ClassVar[bool] = False
 

@@ -27,6 +27,9 @@ class HostTimerWithoutSync(Rule):
     summary = "a host clock delta around CUDA work with no host synchronization before the end reading"
     fix_kind = FixKind.UNSAFE
     triggers = ("time", "timer")
+    #: Host clocks resolve to ``time.*`` or ``timeit.*``: the identifier ``time`` or ``timeit`` must
+    #: occur (in the import or the call), not merely the letters (``runtime``, ``timestamp``).
+    trigger_pattern = r"\b(?:time|timeit)\b"
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()

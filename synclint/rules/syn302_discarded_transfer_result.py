@@ -26,6 +26,9 @@ class DiscardedTransferResult(Rule):
     summary = "`t.to(...)`, `t.cuda()`, `t.cpu()`, `t.pin_memory()` as a bare statement"
     fix_kind = FixKind.UNSAFE
     triggers = ("to", "cuda", "cpu", "pin_memory")  # method names: spacing may vary
+    #: An attribute named like a transfer: ``.`` then (spaces, ``\\``-continuations, newlines and
+    #: comments, as Python allows inside brackets) then the name as a whole word.
+    trigger_pattern = r"\.[\s\\]*(?:#[^\n]*\n[\s\\]*)*(?:to|cuda|cpu|pin_memory)\b"
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         facts = tensor_facts(ctx)
