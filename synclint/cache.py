@@ -137,6 +137,17 @@ class Cache:
         self._ready = True
 
 
+def remove_cache_dir(directory: Path) -> bool:
+    """Remove a cache directory, but only one synclint made (it has our CACHEDIR.TAG)."""
+    try:
+        if (directory / "CACHEDIR.TAG").read_text(encoding="utf-8") != _TAG:
+            return False
+    except OSError:
+        return False
+    shutil.rmtree(directory, ignore_errors=True)
+    return True
+
+
 def clean(start: Path) -> list[Path]:
     """Remove every ``.synclint_cache`` under ``start`` (not following links); returns them."""
     removed = []

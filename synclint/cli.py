@@ -184,11 +184,20 @@ def rule_command(code: str) -> int:
 
 @cli.command("clean")
 def clean_command() -> int:
-    """Remove synclint's caches under the current directory."""
-    from synclint.cache import clean
+    """Remove synclint's caches under the current directory (and the configured `cache-dir`)."""
+    from synclint.cache import clean, remove_cache_dir
+    from synclint.config import ConfigError
+    from synclint.project import Overrides, Project
 
-    for removed in clean(Path.cwd()):
-        _err(f"removed {os.path.relpath(removed)}")
+    removed = clean(Path.cwd())
+    try:
+        configured = Project(Overrides()).cache_dir()
+    except ConfigError as error:
+        raise Failure(str(error)) from None
+    if remove_cache_dir(configured):
+        removed.append(configured)
+    for path in removed:
+        _err(f"removed {os.path.relpath(path)}")
     return EXIT_CLEAN
 
 

@@ -96,3 +96,15 @@ def test_round_trip_of_every_field(fake_rules):
     for d in result.diagnostics:
         again = decode_diagnostic(encode_diagnostic(d), d.path)
         assert again == d and dict(again.data) == dict(d.data)
+
+
+def test_clean_removes_the_configured_cache_dir_only_if_ours(project, cli):
+    write(project / "synclint.toml", 'cache-dir = "var/lint-cache"\n')
+    write(project / "a.py", "x = 1\n")
+    cli("a.py")
+    assert (project / "var" / "lint-cache").is_dir()
+    assert cli("clean").status == 0
+    assert not (project / "var" / "lint-cache").exists()
+    write(project / "var" / "lint-cache" / "precious.txt", "keep\n")
+    cli("clean")
+    assert (project / "var" / "lint-cache" / "precious.txt").is_file()
