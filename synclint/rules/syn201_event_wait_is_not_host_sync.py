@@ -22,6 +22,7 @@ from synclint.model import FunctionModel, Op, OpKind
 from synclint.model.file_facts import parent_map
 from synclint.model.host_queries import DEVICE_WORK, record_seen, records_of, unseen_cuda_work
 from synclint.rules._common import functions, is_identifier_path
+from synclint.rules.syn301_non_blocking_d2h_read_before_sync import host_destination
 from synclint.rules.base import FixKind, Rule, RuleContext
 
 WAITS = (OpKind.WAIT_EVENT, OpKind.WORK_WAIT)
@@ -41,7 +42,7 @@ class EventWaitIsNotHostSync(Rule):
             for wait in function.ops_of(*WAITS):
                 if id(wait.node) in reported:
                     continue
-                need = self._host_need(function, wait, parents)
+                need = self._host_need(ctx, function, wait, parents)
                 if need is not None:
                     reported.add(id(wait.node))
                     yield self._report_need(ctx, wait, *need)
@@ -51,12 +52,20 @@ class EventWaitIsNotHostSync(Rule):
 
     # -- the host needs the work finished ---------------------------------------------------------
 
-    def _host_need(self, function: FunctionModel, wait: Op, parents) -> Optional[tuple[Op, str]]:
+    @staticmethod
+    def _provable(ctx: RuleContext, later: Op, access) -> bool:
+        """Host memory the device provably touches: the destination of a copy to the host (read),
+        or a pinned buffer (write)."""
+        if later.kind == OpKind.HOST_WRITE:
+            return access.storage.pinned is True
+        return access.op.site.copy is not None and host_destination(ctx, access.op.site.node)
+
+    def _host_need(self, ctx: RuleContext, function: FunctionModel, wait: Op, parents) -> Optional[tuple[Op, str]]:
         for later in function.ops:
             if later.index <= wait.index:
                 continue
             if later.kind in (OpKind.HOST_READ, OpKind.HOST_WRITE):
-                pending = [a for a in later.pending if a.op.index < wait.index]
+                pending = [a for a in later.pending if a.op.index < wait.index and self._provable(ctx, later, a)]
                 if pending:
                     label = pending[0].storage.label
                     verb = "reads" if later.kind == OpKind.HOST_READ else "writes"

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
+import libcst as cst
+
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import OpKind
+from synclint.model.file_facts import tensor_facts
+from synclint.model.torchapi import keyword
 from synclint.rules._common import functions, stream_text
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn205_host_timer_without_sync import insert_sync
@@ -34,9 +38,45 @@ def in_flight_copies(op, role: str):
     return found
 
 
+def host_destination(ctx: RuleContext, copy_node) -> bool:
+    """Is the copy's destination provably host memory? ``x.to("cpu", ...)``, ``x.cpu(...)``, or
+    ``dst.copy_(...)`` with ``dst`` allocated on the CPU (``pin_memory=True``, ``.pin_memory()``,
+    a factory without ``device=``). The model may also infer a CPU tensor from how a parameter is
+    used; that is too weak to claim a stale read."""
+    if not isinstance(copy_node, cst.Call) or not isinstance(copy_node.func, cst.Attribute):
+        return False
+    method = copy_node.func.attr.value
+    facts = tensor_facts(ctx)
+    if method == "cpu":
+        return True
+    if method == "to":
+        target = keyword(copy_node, "device") or (copy_node.args[0] if copy_node.args else None)
+        return target is not None and facts.target_device(target.value, copy_node) == "cpu"
+    if method == "copy_":
+        dst = facts.facts(copy_node.func.value, copy_node)
+        return dst is not None and dst.device == "cpu"
+    return False
+
+
 def sync_text(stream) -> str:
     text = stream_text(stream)
     return f"{text}.synchronize()" if text else "torch.cuda.synchronize()"
+
+
+#: Methods that return the tensor itself when it already has that dtype/layout (no data read then).
+_MAYBE_NO_OP = frozenset(
+    {"float", "half", "double", "bfloat16", "int", "long", "bool", "to", "type", "contiguous"}
+)
+
+
+def _maybe_no_op_conversion(node) -> bool:
+    """``t.to("cpu", non_blocking=True).float()`` reads ``t`` on the host only if the dtype changes:
+    unknowable here, so not reported."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _MAYBE_NO_OP
+    )
 
 
 class NonBlockingD2HReadBeforeSync(Rule):
@@ -52,8 +92,11 @@ class NonBlockingD2HReadBeforeSync(Rule):
             for read in function.ops_of(OpKind.HOST_READ):
                 if id(read.site.node) in reported:
                     continue
-                copies = [a for a in in_flight_copies(read, "dst") if a.storage.on_host]
-                if not copies:
+                copies = [
+                    a for a in in_flight_copies(read, "dst")
+                    if a.storage.on_host and host_destination(ctx, a.op.site.node)
+                ]
+                if not copies or _maybe_no_op_conversion(read.site.node):
                     continue
                 reported.add(id(read.site.node))
                 yield self._report(ctx, read, copies[0])
@@ -61,6 +104,8 @@ class NonBlockingD2HReadBeforeSync(Rule):
     def _report(self, ctx: RuleContext, read, access) -> Diagnostic:
         copy_op = access.op.site
         label = access.storage.label
+        if label.startswith("<"):
+            label = ctx.code_for(copy_op.node)
         fix_text = sync_text(copy_op.stream)
         message = (
             f"`{label}` is read on the host while the `non_blocking=True` copy into it on "
