@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -120,14 +120,21 @@ def confirm_plan(
 ) -> Confirmation:
     outcomes: list[MethodOutcome] = []
     if plan.executable:
-        for method in plan.methods:
+        # Each method is its own subprocess; running them side by side keeps one finding near the
+        # cost of its slowest method (mostly importing torch and starting CUDA).
+        def run(method: str) -> MethodOutcome:
             spec = plan.spec(method, trials, sleep_cycles)
             spec["cwd"] = os.getcwd()
-            base = progress.prefix
-            progress.prefix = f"{base}{method}: "
-            run = run_child(worker_command(python), spec, timeout=timeout, on_progress=progress.show)
-            progress.prefix = base
-            outcomes.append(MethodOutcome(method, run.result, run.failure, run.seconds))
+            child = run_child(
+                worker_command(python),
+                spec,
+                timeout=timeout,
+                on_progress=lambda message: progress.show(f"{method}: {message}"),
+            )
+            return MethodOutcome(method, child.result, child.failure, child.seconds)
+
+        with ThreadPoolExecutor(max_workers=max(1, len(plan.methods))) as pool:
+            outcomes = list(pool.map(run, plan.methods))
     return decide(plan, outcomes)
 
 

@@ -441,42 +441,65 @@ def _stack_lines(stack: Iterable[Any], path: str) -> list[int]:
     return [f.lineno for f in stack if f.lineno is not None and same_file(f.filename, path)]
 
 
+def _collect_instead_of_raising(sanitizer_module: Any, collected: list) -> bool:
+    """Make the sanitizer record every race and let the program go on (it normally raises at the
+    first), so a finding is matched even when another race comes first, and the races it did see
+    can explain a delay experiment's evidence. False where this torch's sanitizer looks different."""
+    handler = getattr(sanitizer_module, "EventHandler", None)
+    original = getattr(handler, "_handle_kernel_launch", None)
+    if original is None:
+        return False
+
+    def collecting(self: Any, *args: Any, **kwargs: Any) -> list:
+        collected.extend(original(self, *args, **kwargs))
+        return []
+
+    handler._handle_kernel_launch = collecting
+    return True
+
+
 def sanitizer_method(runner: TargetRunner, spec: dict[str, Any]) -> dict[str, Any]:
-    """``sanitizer``: PyTorch's CUDA sanitizer, its report matched to the finding's two lines."""
+    """``sanitizer``: PyTorch's CUDA sanitizer, its reports matched to the finding's two lines."""
     from torch.cuda import _sanitizer
 
     result = new_result(spec)
+    collected: list = []
+    if not _collect_instead_of_raising(_sanitizer, collected):
+        result["notes"].append("this torch's sanitizer stops at the first race it reports")
     _sanitizer.enable_cuda_sanitizer()
     progress("trial 1 of 1 (sanitizer)")
     _, hits, error, _ = run_once(runner, spec, spec["seed"], delayed=False, reference=False)
     _merge_hits(result, hits)
     record: dict[str, Any] = {"trial": 1, "seed": spec["seed"], "observed": False, "evidence": []}
-    errors = getattr(error, "errors", None) if error is not None else None
-    if error is not None and errors is None:
+    raised = getattr(error, "errors", None) if error is not None else None
+    if error is not None and raised is None:
         record["error"] = describe_error(error)
     first = spec.get("first") or spec["second"]
+    second = spec["second"]
     inside = lambda lines, rng: any(rng[0] <= n <= rng[1] for n in lines)  # noqa: E731
-    for report in errors or []:
+    operator = lambda access: str(access.operator).split("(", 1)[0]  # noqa: E731
+    others: dict[tuple, dict[str, Any]] = {}
+    for report in collected + list(raised or []):
         current = getattr(report, "current_access", None)
         previous = getattr(report, "previous_access", None)
         if current is None or previous is None:
             continue
         now = _stack_lines(current.stack_trace, spec["file"])
         before = _stack_lines(previous.stack_trace, spec["file"])
-        matched = (inside(now, spec["second"]) and inside(before, first)) or (
-            inside(now, first) and inside(before, spec["second"])
-        )
-        operator = lambda access: str(access.operator).split("(", 1)[0]  # noqa: E731
         said = (
             f"PyTorch CUDA sanitizer: {current.type} by `{operator(current)}` on stream "
             f"{current.stream} (line {now[-1] if now else '?'}) races with {previous.type} by "
             f"`{operator(previous)}` on stream {previous.stream} (line {before[-1] if before else '?'})"
         )
-        if matched:
+        if (inside(now, second) and inside(before, first)) or (inside(now, first) and inside(before, second)):
             record["observed"] = True
-            record["evidence"].append(said)
-        else:
-            result["notes"].append("the sanitizer reported another race first: " + said)
+            if said not in record["evidence"]:
+                record["evidence"].append(said)
+        elif now and before:
+            others.setdefault((before[-1], now[-1]), {"first": before[-1], "second": now[-1], "text": said})
+    result["other_races"] = list(others.values())[:20]
+    for race in result["other_races"][:3]:
+        result["notes"].append("the sanitizer also reported: " + race["text"])
     result["trials"].append(record)
     return result
 

@@ -38,6 +38,12 @@ def same_file(a: str, b: str) -> bool:
         return False
 
 
+#: Before 3.13 ``frame.f_locals`` is a dict cached on the frame: once a hook has read it, it keeps
+#: every local it saw alive until it is read again, so a tensor the program deletes would not be
+#: freed (hiding exactly the allocator reuse SYN102 is about). Re-reading it at each line drops them.
+_CACHED_LOCALS = sys.version_info < (3, 13)
+
+
 class Listener:
     """Override what you need; every hook is optional."""
 
@@ -128,6 +134,8 @@ class LineWatch:
                 self.hook_error = error
 
     def _on_line(self, frame: FrameType, state: _FrameState) -> None:
+        if _CACHED_LOCALS:
+            frame.f_locals  # noqa: B018 - refresh the cache: frees what the program deleted
         if state.last is not None:
             self._guard(self.listener.finished, frame, state.last)
         state.last = frame.f_lineno

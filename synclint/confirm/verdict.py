@@ -94,6 +94,7 @@ def _method_json(outcome: MethodOutcome) -> dict[str, Any]:
         "error": outcome.error,
         "notes": list((outcome.result or {}).get("notes") or []),
         "seconds": round(outcome.seconds, 3),
+        "timings": dict((outcome.result or {}).get("timings") or {}),
     }
 
 
@@ -106,14 +107,34 @@ def _hits_sentence(plan: Plan, outcomes: Sequence[MethodOutcome]) -> str:
     return text
 
 
+def explained_elsewhere(plan: Plan, outcomes: Sequence[MethodOutcome]) -> list[str]:
+    """Races the sanitizer saw near this finding, but not this finding's own.
+
+    A delay holds back *everything* after the first access on its stream, so when another race has
+    an access between this finding's two lines, the delayed run's wrong value may be that race's.
+    The sanitizer tracks each kernel's accesses: if it ran the flagged lines, did not see this pair
+    race, but did see such a neighbour, the delay's evidence is not this finding's."""
+    sanitizer = next((o for o in outcomes if o.method == "sanitizer"), None)
+    if sanitizer is None or sanitizer.observed or sanitizer.error or not sanitizer.reached:
+        return []
+    low = min(plan.second[0], plan.first[0] if plan.first else plan.second[0])
+    high = plan.second[1]
+    return [
+        race["text"]
+        for race in (sanitizer.result or {}).get("other_races") or []
+        if low <= race.get("first", 0) <= high or low <= race.get("second", 0) <= high
+    ]
+
+
 def decide(plan: Plan, outcomes: Sequence[MethodOutcome]) -> Confirmation:
     """The verdict for one finding from the outcomes of its methods."""
     if not plan.executable:
         return Confirmation(Verdict.NOT_EXECUTABLE, plan.reason)
     ran = plan.target.description if plan.target else ""
     methods = [_method_json(o) for o in outcomes]
-    seconds = sum(o.seconds for o in outcomes)
-    confirmed = [o for o in outcomes if o.observed]
+    seconds = max((o.seconds for o in outcomes), default=0.0)  # methods run side by side
+    elsewhere = explained_elsewhere(plan, outcomes)
+    confirmed = [o for o in outcomes if o.observed and not (elsewhere and o.method == "delay")]
     if confirmed:
         evidence: list[str] = []
         parts = []
@@ -138,6 +159,17 @@ def decide(plan: Plan, outcomes: Sequence[MethodOutcome]) -> Confirmation:
             Verdict.NOT_REACHED,
             f"ran {ran}; line {plan.second[0]} never executed",
             [],
+            methods,
+            ran,
+            seconds,
+        )
+    if elsewhere:
+        return Confirmation(
+            Verdict.NOT_REPRODUCED,
+            f"ran {ran}; the delayed run changed the results, but PyTorch's CUDA sanitizer saw no race "
+            f"between lines {plan.first[0] if plan.first else '?'} and {plan.second[0]}, only another "
+            f"one: {elsewhere[0]}",
+            elsewhere,
             methods,
             ran,
             seconds,

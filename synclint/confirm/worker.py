@@ -50,10 +50,12 @@ def environment(driver: bool = True) -> dict[str, Any]:
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    started = time.monotonic()
     try:
         import torch  # noqa: F401
     except ImportError as error:
         return {"status": "no-torch", "error": f"PyTorch is not importable: {error}"}
+    imported = time.monotonic()
     env = environment(driver=job["method"] == "probe")
     if job["method"] == "probe":
         return {"status": "ok" if env["cuda_available"] else "no-cuda", "environment": env}
@@ -62,7 +64,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     from synclint.confirm.experiments import METHOD_RUNNERS
     from synclint.confirm.targets import TargetError, TargetRunner
 
-    started = time.monotonic()
+    ready = time.monotonic()
     cwd = job.get("cwd")
     if cwd:
         os.chdir(cwd)
@@ -72,6 +74,11 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         result = {"status": "error", "method": job["method"], "error": str(error)}
     result["environment"] = env
     result["seconds"] = round(time.monotonic() - started, 3)
+    result["timings"] = {  # where a finding's seconds go: importing torch, starting CUDA, the runs
+        "import_torch": round(imported - started, 3),
+        "cuda_init": round(ready - imported, 3),
+        "method": round(time.monotonic() - ready, 3),
+    }
     return result
 
 

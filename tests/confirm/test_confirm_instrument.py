@@ -134,3 +134,28 @@ def test_finished_follows_every_line_of_the_file(tmp_path) -> None:
         ("main", 7, 0), ("main", 8, 0), ("main", 9, 1), ("main", 10, 1), ("main", 11, 2),
         ("main", 8, 2), ("helper", 4, 3), ("main", 12, 3), ("main", 13, 3),
     ]
+
+
+def test_a_hook_reading_locals_does_not_keep_deleted_objects_alive(tmp_path) -> None:
+    """Reading ``frame.f_locals`` in a hook must not delay the program's own frees (on Python
+    before 3.13 the frame caches that dict): the freed-block reuse SYN102 needs depends on it."""
+    import weakref
+
+    path = tmp_path / "dels.py"
+    path.write_text(
+        "class Box:\n    pass\n\ndef main():\n    x = Box()\n    y = 1\n    del x\n    z = 2\n    return z\n"
+    )
+    namespace: dict = {"__name__": "dels"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    seen: dict = {}
+
+    class Peek(Listener):
+        def entering(self, name, frame):
+            if name == "read":
+                seen["x"] = weakref.ref(frame.f_locals["x"])
+            if name == "after_del":
+                seen["dead_before_line_8"] = seen["x"]() is None
+
+    with LineWatch(str(path), {"read": (6, 6), "after_del": (8, 8)}, Peek()):
+        namespace["main"]()
+    assert seen["dead_before_line_8"] is True

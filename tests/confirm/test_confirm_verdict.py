@@ -64,3 +64,30 @@ def test_confirmation_json_is_plain_data() -> None:
     c = decide(PLAN, [outcome("delay", 5)])
     data = json.loads(json.dumps(c.to_json()))
     assert data["verdict"] == "confirmed" and data["methods"][0]["observed"] == 5
+
+
+def sanitizer_outcome(other_races):
+    result = {"status": "ok", "trials": [{"trial": 1, "observed": False, "evidence": []}],
+              "hits": {"second": 1, "first": 1}, "reached": True, "error": None,
+              "other_races": other_races}
+    return MethodOutcome("sanitizer", result)
+
+
+def test_delay_evidence_explained_by_another_race_does_not_confirm() -> None:
+    """The sanitizer saw lines 11 -> 13 race, not this finding's 10 -> 13: the delayed run's wrong
+    value is the neighbour's, and claiming it for this finding would cry wolf."""
+    other = [{"first": 11, "second": 13, "text": "race between line 11 and line 13"}]
+    c = decide(PLAN, [sanitizer_outcome(other), outcome("delay", 5)])
+    assert c.verdict is Verdict.NOT_REPRODUCED
+    assert "race between line 11 and line 13" in c.summary and exit_code([c]) == 0
+
+
+def test_races_far_from_the_finding_do_not_discount_the_delay() -> None:
+    other = [{"first": 40, "second": 44, "text": "unrelated race"}]
+    c = decide(PLAN, [sanitizer_outcome(other), outcome("delay", 5)])
+    assert c.verdict is Verdict.CONFIRMED
+
+
+def test_a_sanitizer_blind_to_the_kernels_leaves_the_delay_evidence_standing() -> None:
+    c = decide(PLAN, [sanitizer_outcome([]), outcome("delay", 3)])
+    assert c.verdict is Verdict.CONFIRMED and "3 of 5 trials" in c.summary
