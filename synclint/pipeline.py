@@ -78,16 +78,30 @@ def decode(data: bytes, path: str) -> Decoded:
     """Bytes to text, honouring a BOM and a PEP 263 coding line; problems become SYN001."""
     if b"\x00" in data:
         line, column = _byte_position(data, data.index(b"\x00"))
-        return Decoded(None, "utf-8", _point_diagnostic(
-            path, line, column, "file contains NUL bytes: this is not Python source (binary file?)"
-        ))
+        return Decoded(
+            None,
+            "utf-8",
+            _point_diagnostic(
+                path,
+                line,
+                column,
+                "file contains NUL bytes: this is not Python source (binary file?)",
+            ),
+        )
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         line = getattr(error, "lineno", None) or 1
-        return Decoded(None, "utf-8", _point_diagnostic(
-            path, line, 1, f"invalid encoding declaration: {error.msg if hasattr(error, 'msg') else error}"
-        ))
+        return Decoded(
+            None,
+            "utf-8",
+            _point_diagnostic(
+                path,
+                line,
+                1,
+                f"invalid encoding declaration: {error.msg if hasattr(error, 'msg') else error}",
+            ),
+        )
     try:
         return Decoded(data.decode(encoding), encoding)
     except UnicodeDecodeError as error:
@@ -99,13 +113,19 @@ def decode(data: bytes, path: str) -> Decoded:
             if name == "UTF-8"
             else "fix the coding line or the file's bytes"
         )
-        return Decoded(None, encoding, _point_diagnostic(
-            path, line, column, f"not valid {name}: byte 0x{byte} cannot be decoded; {hint}"
-        ))
+        return Decoded(
+            None,
+            encoding,
+            _point_diagnostic(
+                path, line, column, f"not valid {name}: byte 0x{byte} cannot be decoded; {hint}"
+            ),
+        )
 
 
 @lru_cache(maxsize=64)
-def _triggers_for(codes: frozenset[str]) -> tuple[tuple[str, tuple[str, ...], re.Pattern | None], ...] | None:
+def _triggers_for(
+    codes: frozenset[str],
+) -> tuple[tuple[str, tuple[str, ...], re.Pattern | None], ...] | None:
     """(code, trigger words, trigger pattern) of each enabled rule; None when some enabled rule has
     no trigger words (then there is no prefilter)."""
     table = []
@@ -148,33 +168,67 @@ def _compiles(text: str, path: str) -> bool:
         return False
 
 
+def _syntax_refined(text: str, path: str, may_fire: frozenset[str]) -> tuple[frozenset[str], bool]:
+    """Drop the rules whose ``syntax_check`` says the file's ``ast`` cannot hold what they look for.
+
+    CPython's parser is about ten times faster than libcst's, so a rule with a cheap syntactic
+    precondition (SYN302 needs a bare ``x.to(...)``-like statement) can rule a file out before libcst
+    ever sees it. Returns (codes, whether the file compiled); codes are unchanged when it did not."""
+    checks = []
+    for code in may_fire:
+        check = getattr(all_rules().get(code), "syntax_check", None)
+        if check is not None:
+            checks.append((code, check))
+    if not checks:
+        return may_fire, False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(text, path, "exec", ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return may_fire, False
+    return may_fire - {code for code, check in checks if not check(tree)}, True
+
+
+def _plan(text: str, path: str, codes: frozenset[str]) -> tuple[Analysis | None, frozenset[str]]:
+    """(an empty analysis when no enabled rule can fire and the file compiles, else None; the codes
+    to analyse the file with)."""
+    may_fire = codes_that_may_fire(text, codes)
+    if may_fire is None:
+        return None, codes
+    rule_codes = {code for code, _, _ in _triggers_for(codes)}
+    if may_fire & rule_codes:
+        may_fire, compiled = _syntax_refined(text, path, may_fire)
+        if may_fire & rule_codes or not compiled:
+            return None, may_fire
+        return Analysis([], parsed=True), may_fire
+    if not _compiles(text, path):
+        return None, may_fire
+    return Analysis([], parsed=True), may_fire
+
+
 def prefiltered(text: str, path: str, codes: frozenset[str]) -> Analysis | None:
     """An empty analysis when no enabled rule can fire and the file compiles; else None.
 
     Skipping the libcst parse is the single biggest saving on large trees (most files never touch
     streams). A file that does not compile is parsed with libcst anyway, so SYN001 keeps its exact
     message and position."""
-    may_fire = codes_that_may_fire(text, codes)
-    if may_fire is None or any(code in may_fire for code, _, _ in _triggers_for(codes)):
-        return None
-    if not _compiles(text, path):
-        return None
-    return Analysis([], parsed=True)
+    return _plan(text, path, codes)[0]
 
 
-def lint_text(text: str, path: str, file_settings: FileSettings, prefilter: bool = True) -> FileResult:
+def lint_text(
+    text: str, path: str, file_settings: FileSettings, prefilter: bool = True
+) -> FileResult:
     """Lint decoded text: the engine, then suppressions and SYN002."""
     codes = file_settings.codes
-    analysis = prefiltered(text, path, codes) if prefilter else None
+    analysis, run = _plan(text, path, codes) if prefilter else (None, codes)
     if analysis is None:
-        run = (prefilter and codes_that_may_fire(text, codes)) or codes
-        analysis = analyse(text, path, run, file_settings.settings)
+        analysis = analyse(text, path, run or codes, file_settings.settings)
     result = FileResult(path=path, source=text)
     for crash in analysis.crashes:
         result.errors.append(
             f"internal error: rule {crash.code} crashed on {path}: {crash.summary} "
-            "(this is a synclint bug; please report it with the file)\n"
-            + crash.traceback.rstrip()
+            "(this is a synclint bug; please report it with the file)\n" + crash.traceback.rstrip()
         )
     directives = parse_directives(text)
     known = all_rules().keys()

@@ -134,3 +134,66 @@ def test_spelling_generator_reaches_the_rules_it_targets():
              "    t0 = perf_counter()\n    y = x @ x\n    t1 = perf_counter()\n    print(t1 - t0)\n")
     assert "SYN302" in [d.code for d in assert_same(bare, "bare.py")]
     assert "SYN205" in [d.code for d in assert_same(timed, "timed.py")]
+
+
+# -- the ast-side syntax checks agree with what the rules see in libcst ----------------------------
+
+
+def _libcst_bare_calls(source: str, methods: frozenset[str]) -> bool:
+    import libcst as cst
+
+    from synclint.cstwalk import walk
+
+    found = []
+
+    class Bare(cst.CSTVisitor):
+        def visit_Expr(self, node):
+            call = node.value
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in methods:
+                found.append(node)
+
+    walk(cst.parse_module(source), Bare())
+    return bool(found)
+
+
+def test_statement_scan_reaches_every_kind_of_block():
+    from synclint.astscan import has_bare_method_call
+
+    blocks = [
+        "class C:\n    def m(self):\n        x.cuda()\n",
+        "async def f():\n    async with a:\n        x.cuda()\n",
+        "try:\n    pass\nexcept E:\n    x.cuda()\n",
+        "try:\n    pass\nfinally:\n    x.cuda()\n",
+        "for i in r:\n    pass\nelse:\n    x.cuda()\n",
+        "while c:\n    if d:\n        pass\n    elif e:\n        x.cuda()\n",
+        "match v:\n    case 1:\n        x.cuda()\n",
+        "try:\n    pass\nexcept* E:\n    x.cuda()\n",
+    ]
+    for source in blocks:
+        tree = compile(source, "b.py", "exec", 0x400)
+        assert has_bare_method_call(tree, frozenset({"cuda"})), source
+        assert not has_bare_method_call(tree, frozenset({"cpu"})), source
+        assert _libcst_bare_calls(source, frozenset({"cuda"}))
+
+
+def test_bare_call_scan_matches_libcst_on_corpus(tmp_path):
+    import ast
+
+    from synclint.astscan import has_bare_method_call
+    from synclint.rules.syn302_discarded_transfer_result import TRANSFERS
+
+    gen = _gen_corpus()
+    gen.generate(tmp_path, 3_000, stream_fraction=0.5, seed=5)
+    paths = sorted((ROOT / "fixtures").rglob("*.py")) + sorted(tmp_path.rglob("*.py"))
+    if DEEPSPEED.is_dir():
+        paths += random.Random(2).sample(sorted(DEEPSPEED.rglob("*.py")), 40)
+    agreed = 0
+    for path in paths:
+        source = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        assert has_bare_method_call(tree, TRANSFERS) == _libcst_bare_calls(source, TRANSFERS), path
+        agreed += 1
+    assert agreed > 50

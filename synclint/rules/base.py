@@ -9,9 +9,10 @@ are discovered automatically (:mod:`synclint.rules.registry`), so adding a rule 
 
 from __future__ import annotations
 
+import ast
 import enum
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
 import libcst as cst
 
@@ -49,6 +50,10 @@ class Rule:
     #: comments between ``.`` and a name). Files are checked per rule, and only the rules that may
     #: fire are run on a file.
     trigger_pattern: ClassVar[str | None] = None
+    #: Optional ``check(tree: ast.Module) -> bool`` on CPython's (much faster) syntax tree, run when
+    #: the triggers matched: False means the rule cannot fire on this file, so it is not run (and
+    #: libcst is not needed if no other rule may fire). Also a necessary condition, never a guess.
+    syntax_check: ClassVar[Callable[[ast.Module], bool] | None] = None
     #: Rules implemented by the lint pipeline itself (SYN001, SYN002) rather than by ``check``.
     builtin: ClassVar[bool] = False
 

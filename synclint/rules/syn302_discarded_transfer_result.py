@@ -13,6 +13,7 @@ from typing import Iterable
 import libcst as cst
 
 from synclint.cstwalk import walk
+from synclint.astscan import has_bare_method_call
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model.file_facts import tensor_facts
 from synclint.rules.base import FixKind, Rule, RuleContext
@@ -29,6 +30,8 @@ class DiscardedTransferResult(Rule):
     #: An attribute named like a transfer: ``.`` then (spaces, ``\\``-continuations, newlines and
     #: comments, as Python allows inside brackets) then the name as a whole word.
     trigger_pattern = r"\.[\s\\]*(?:#[^\n]*\n[\s\\]*)*(?:to|cuda|cpu|pin_memory)\b"
+    #: Only bare ``<expr>.<transfer>(...)`` statements are checked: without one, nothing to say.
+    syntax_check = staticmethod(lambda tree: has_bare_method_call(tree, TRANSFERS))
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         facts = tensor_facts(ctx)
