@@ -22,7 +22,7 @@ from synclint.model import FunctionModel, Op, OpKind
 from synclint.model.file_facts import parent_map
 from synclint.model.host_queries import DEVICE_WORK, record_seen, records_of, unseen_cuda_work
 from synclint.rules._common import functions, is_identifier_path
-from synclint.rules.syn301_non_blocking_d2h_read_before_sync import host_destination
+from synclint.rules.syn301_non_blocking_d2h_read_before_sync import host_destination, reads_values
 from synclint.rules.base import FixKind, Rule, RuleContext
 
 WAITS = (OpKind.WAIT_EVENT, OpKind.WORK_WAIT)
@@ -58,7 +58,11 @@ class EventWaitIsNotHostSync(Rule):
         or a pinned buffer (write)."""
         if later.kind == OpKind.HOST_WRITE:
             return access.storage.pinned is True
-        return access.op.site.copy is not None and host_destination(ctx, access.op.site.node)
+        return (
+            access.op.site.copy is not None
+            and host_destination(ctx, access.op.site.node)
+            and reads_values(ctx, later.site.node, access.storage.label)
+        )
 
     def _host_need(self, ctx: RuleContext, function: FunctionModel, wait: Op, parents) -> Optional[tuple[Op, str]]:
         for later in function.ops:

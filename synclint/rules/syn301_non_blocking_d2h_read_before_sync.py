@@ -16,7 +16,7 @@ import libcst as cst
 
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import OpKind
-from synclint.model.file_facts import tensor_facts
+from synclint.model.file_facts import import_resolver, tensor_facts
 from synclint.model.torchapi import keyword
 from synclint.rules._common import functions, stream_text
 from synclint.rules.base import FixKind, Rule, RuleContext
@@ -58,6 +58,42 @@ def host_destination(ctx: RuleContext, copy_node) -> bool:
     return False
 
 
+#: Builtins that read a tensor's values on the host when handed one.
+_READING_BUILTINS = frozenset(
+    {"print", "float", "int", "bool", "str", "repr", "format", "complex", "list", "tuple", "sum",
+     "max", "min", "sorted", "any", "all"}
+)
+
+
+#: Tensor methods that compute from (read) the tensor's values.
+_TENSOR_READS = frozenset(
+    "item tolist numpy sum mean max min topk argmax argmin any all eq ne gt lt ge le nonzero "
+    "unique sort cumsum prod std var norm abs add mul sub div clone equal allclose isnan isinf "
+    "count_nonzero bincount".split()
+)
+
+
+def reads_values(ctx: RuleContext, node, label: str) -> bool:
+    """Does the host-read ``node`` certainly read the tensor's values now? A tensor method on it
+    (``.item()``, ``.tolist()``, ``.sum()``), a reading builtin (``print``, ``float``), a torch
+    function, indexing, arithmetic or a comparison do. Handing it to a function or constructor of
+    this project does not say when (or whether) the values are read: maybe after a sync."""
+    if not isinstance(node, cst.Call):
+        return True
+    func = node.func
+    if isinstance(func, cst.Name) and func.value in _READING_BUILTINS:
+        return True
+    qualname = import_resolver(ctx).qualname(func) or ""
+    if qualname.startswith("torch.") or qualname.startswith("numpy."):
+        return True
+    if isinstance(func, cst.Attribute):
+        if func.attr.value in _TENSOR_READS:
+            return True
+        receiver = ctx.code_for(func.value)
+        return receiver == label or receiver.startswith((label + "[", label + ".", label + "("))
+    return False
+
+
 def sync_text(stream) -> str:
     text = stream_text(stream)
     return f"{text}.synchronize()" if text else "torch.cuda.synchronize()"
@@ -95,6 +131,7 @@ class NonBlockingD2HReadBeforeSync(Rule):
                 copies = [
                     a for a in in_flight_copies(read, "dst")
                     if a.storage.on_host and host_destination(ctx, a.op.site.node)
+                    and reads_values(ctx, read.site.node, a.storage.label)
                 ]
                 if not copies or _maybe_no_op_conversion(read.site.node):
                     continue
