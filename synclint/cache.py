@@ -63,7 +63,11 @@ def encode_diagnostic(d: Diagnostic) -> dict[str, Any]:
         "related": [[_span(r.span), r.message, r.path] for r in d.related],
         "fix": None
         if d.fix is None
-        else [d.fix.message, d.fix.applicability.value, [[_span(e.span), e.content] for e in d.fix.edits]],
+        else [
+            d.fix.message,
+            d.fix.applicability.value,
+            [[_span(e.span), e.content] for e in d.fix.edits],
+        ],
         "data": dict(d.data),
         "noqa": [d.noqa_line, d.noqa_end_line],
     }
@@ -105,7 +109,9 @@ class Cache:
         """The cached diagnostics and warnings for ``key``, or None on a miss."""
         try:
             raw = json.loads(self._entry(key).read_text(encoding="utf-8"))
-            return [decode_diagnostic(item, path) for item in raw["diagnostics"]], list(raw["warnings"])
+            return [decode_diagnostic(item, path) for item in raw["diagnostics"]], list(
+                raw["warnings"]
+            )
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
@@ -117,7 +123,10 @@ class Cache:
             fd, temp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(
-                    {"diagnostics": [encode_diagnostic(d) for d in diagnostics], "warnings": list(warnings)},
+                    {
+                        "diagnostics": [encode_diagnostic(d) for d in diagnostics],
+                        "warnings": list(warnings),
+                    },
                     handle,
                 )
             os.replace(temp, entry)

@@ -70,8 +70,16 @@ def _jobs(options: CheckOptions, project: Project, warn: Callable[[str], None]) 
     jobs = []
     for path in discoverer.files(paths):
         display = display_path(path, project.cwd)
-        jobs.append(Job(str(path), display, project.file_settings(path), options.mode,
-                        options.unsafe_fixes, cache_dir))
+        jobs.append(
+            Job(
+                str(path),
+                display,
+                project.file_settings(path),
+                options.mode,
+                options.unsafe_fixes,
+                cache_dir,
+            )
+        )
     return jobs
 
 
@@ -79,8 +87,10 @@ def _unified_diff(result: FileResult) -> str:
     before = (result.original or "").splitlines(keepends=True)
     after = (result.source or "").splitlines(keepends=True)
     lines = difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}")
-    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
-                   for line in lines)
+    return "".join(
+        line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
+        for line in lines
+    )
 
 
 def _statistics(diagnostics) -> str:
@@ -88,7 +98,11 @@ def _statistics(diagnostics) -> str:
     from synclint.rules.registry import all_rules
 
     counts = Counter(d.code for d in diagnostics)
-    safe = {d.code for d in diagnostics if d.fix is not None and d.fix.applicability is Applicability.SAFE}
+    safe = {
+        d.code
+        for d in diagnostics
+        if d.fix is not None and d.fix.applicability is Applicability.SAFE
+    }
     rules = all_rules()
     width = len(str(max(counts.values(), default=0)))
     return "\n".join(
@@ -128,14 +142,21 @@ def run_check(options: CheckOptions, out, err, fail) -> int:
             out("".join(diffs).rstrip("\n"))
         if not options.quiet:
             fixed = sum(r.fixed for r in results)
-            err(f"Would fix {fixed} error{'s' if fixed != 1 else ''}." if fixed else "No errors would be fixed.")
+            err(
+                f"Would fix {fixed} error{'s' if fixed != 1 else ''}."
+                if fixed
+                else "No errors would be fixed."
+            )
         return status or (EXIT_FINDINGS if diffs else EXIT_CLEAN)
 
     stdin_fix = options.fix and jobs and jobs[0].path == "-"
     if stdin_fix:
         out_stream = err  # the fixed source goes to standard output
-        text = results[0].source if results[0].source is not None else (jobs[0].data or b"").decode(
-            "utf-8", "replace")
+        text = (
+            results[0].source
+            if results[0].source is not None
+            else (jobs[0].data or b"").decode("utf-8", "replace")
+        )
         sys.stdout.write(text)
         sys.stdout.flush()
     else:

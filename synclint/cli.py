@@ -51,7 +51,9 @@ def _confirm_command() -> click.Command | None:
     try:
         from synclint.confirm.command import confirm  # noqa: PLC0415
     except ModuleNotFoundError as error:
-        if error.name and (error.name == "synclint.confirm" or error.name.startswith("synclint.confirm.")):
+        if error.name and (
+            error.name == "synclint.confirm" or error.name.startswith("synclint.confirm.")
+        ):
             return None
         return _broken_confirm(error)
     except Exception as error:  # noqa: BLE001 - a broken optional command must not break `check`
@@ -60,8 +62,12 @@ def _confirm_command() -> click.Command | None:
 
 
 def _broken_confirm(error: BaseException) -> click.Command:
-    @click.command("confirm", help="Prove findings on a GPU (failed to load).", add_help_option=False,
-                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    @click.command(
+        "confirm",
+        help="Prove findings on a GPU (failed to load).",
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
     def broken() -> int:
         raise Failure(f"`synclint confirm` is unavailable: {type(error).__name__}: {error}")
 
@@ -72,8 +78,11 @@ class SynclintGroup(click.Group):
     """A group whose default command is ``check``: ``synclint src/`` lints ``src/``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] != "confirm" and args[0] not in (
-            "-h", "--help", "--version"
+        if (
+            args
+            and args[0] not in self.commands
+            and args[0] != "confirm"
+            and args[0] not in ("-h", "--help", "--version")
         ):
             args = ["check", *args]
         return super().parse_args(ctx, args)
@@ -96,7 +105,9 @@ class SynclintGroup(click.Group):
 
 
 @click.group(cls=SynclintGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(synclint.__version__, "--version", prog_name="synclint", message="%(prog)s %(version)s")
+@click.version_option(
+    synclint.__version__, "--version", prog_name="synclint", message="%(prog)s %(version)s"
+)
 def cli() -> None:
     """synclint: find CUDA stream and event synchronization bugs in PyTorch code.
 
@@ -110,24 +121,60 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--select", multiple=True, help="Rules to enable (codes, prefixes like SYN1, or ALL); replaces the configured set.")
-@click.option("--extend-select", multiple=True, help="Rules to enable in addition to the selected ones.")
+@click.option(
+    "--select",
+    multiple=True,
+    help="Rules to enable (codes, prefixes like SYN1, or ALL); replaces the configured set.",
+)
+@click.option(
+    "--extend-select", multiple=True, help="Rules to enable in addition to the selected ones."
+)
 @click.option("--ignore", multiple=True, help="Rules to disable.")
 @click.option("--fix/--no-fix", default=False, help="Apply safe fixes.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or offer unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
-@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None,
-              help="How to report findings (default: full).")
-@click.option("--statistics", is_flag=True, help="Print how many findings of each rule, not the findings.")
+@click.option(
+    "--output-format",
+    type=click.Choice(OUTPUT_FORMATS),
+    default=None,
+    help="How to report findings (default: full).",
+)
+@click.option(
+    "--statistics", is_flag=True, help="Print how many findings of each rule, not the findings."
+)
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
-@click.option("--force-exclude", is_flag=True, help="Apply exclusions to files named on the command line too.")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
-              help="Use this configuration file for every path.")
-@click.option("--stdin-filename", default=None, help="The file name to report for `-` (standard input).")
+@click.option(
+    "--force-exclude", is_flag=True, help="Apply exclusions to files named on the command line too."
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Use this configuration file for every path.",
+)
+@click.option(
+    "--stdin-filename", default=None, help="The file name to report for `-` (standard input)."
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only (no summary, no warnings).")
-def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, output_format, statistics,
-          exit_zero, no_cache, force_exclude, config_path, stdin_filename, quiet) -> int:
+def check(
+    paths,
+    select,
+    extend_select,
+    ignore,
+    fix,
+    unsafe_fixes,
+    diff,
+    output_format,
+    statistics,
+    exit_zero,
+    no_cache,
+    force_exclude,
+    config_path,
+    stdin_filename,
+    quiet,
+) -> int:
     """Lint PATHS (files or directories; default: the current directory; `-`: standard input)."""
     from synclint.check_command import CheckOptions, run_check
 
@@ -158,7 +205,15 @@ def rules_command() -> int:
 
     rows = [("Code", "Name", "Default", "Fix", "Summary")]
     for code, rule in all_rules().items():
-        rows.append((code, rule.name, "on" if rule.default_enabled else "off", rule.fix_kind.value, rule.summary))
+        rows.append(
+            (
+                code,
+                rule.name,
+                "on" if rule.default_enabled else "off",
+                rule.fix_kind.value,
+                rule.summary,
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         _out("  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths)) + "  " + row[4])
@@ -225,7 +280,9 @@ def run(argv: list[str] | None = None) -> int:
             pass
         return EXIT_ERROR
     except Exception as error:  # noqa: BLE001
-        _err(f"error: internal error: {type(error).__name__}: {error} (this is a synclint bug; please report it)")
+        _err(
+            f"error: internal error: {type(error).__name__}: {error} (this is a synclint bug; please report it)"
+        )
         _err(traceback.format_exc().rstrip())
         return EXIT_ERROR
     return result if isinstance(result, int) else EXIT_CLEAN

@@ -19,10 +19,35 @@ from typing import Callable, Iterator
 import pathspec
 
 DEFAULT_EXCLUDE = (
-    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
-    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".synclint_cache",
-    ".tox", ".venv", ".vscode", "__pycache__", "__pypackages__", "_build", "buck-out", "build", "dist",
-    "node_modules", "site-packages", "venv", "*.egg-info",
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".git-rewrite",
+    ".hg",
+    ".ipynb_checkpoints",
+    ".mypy_cache",
+    ".nox",
+    ".pants.d",
+    ".pyenv",
+    ".pytest_cache",
+    ".pytype",
+    ".ruff_cache",
+    ".svn",
+    ".synclint_cache",
+    ".tox",
+    ".venv",
+    ".vscode",
+    "__pycache__",
+    "__pypackages__",
+    "_build",
+    "buck-out",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "venv",
+    "*.egg-info",
 )
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -139,7 +164,8 @@ class Discoverer:
                         yield found
             else:
                 if self._force_exclude and (
-                    self._excluded(absolute, False, rules, top) or self._in_excluded_dir(absolute, rules, top)
+                    self._excluded(absolute, False, rules, top)
+                    or self._in_excluded_dir(absolute, rules, top)
                 ):
                     continue
                 if absolute not in seen:

@@ -64,7 +64,9 @@ def _python_syntax_error(source: str, path: str) -> SyntaxError | None:
     return None
 
 
-def syntax_error_diagnostic(path: str, error: cst.ParserSyntaxError, source: str | None = None) -> Diagnostic:
+def syntax_error_diagnostic(
+    path: str, error: cst.ParserSyntaxError, source: str | None = None
+) -> Diagnostic:
     """SYN001 with CPython's message and position when CPython rejects the file too, else
     libcst's (a construct libcst cannot parse yet)."""
     python_error = _python_syntax_error(source, path) if source is not None else None
@@ -77,7 +79,7 @@ def syntax_error_diagnostic(path: str, error: cst.ParserSyntaxError, source: str
         at = _LIBCST_AT.search(raw)
         if at:
             line, column = int(at.group(1)), int(at.group(2)) + 1
-            raw = raw[: at.start()] + raw[at.end():]
+            raw = raw[: at.start()] + raw[at.end() :]
         else:
             line, column = max(1, error.raw_line), max(1, error.raw_column + 1)
         reason = " ".join(raw.split()) or "invalid syntax"
@@ -146,9 +148,11 @@ def analyse(
         # Pathologically deep nesting: report it like a syntax error rather than crash.
         at = Position(1, 1)
         reason = "too deeply nested to parse" if isinstance(error, RecursionError) else "too large"
-        found = [
-            Diagnostic("SYN001", f"cannot parse: {reason}", path, Span(at, at), noqa_line=1)
-        ] if "SYN001" in selected else []
+        found = (
+            [Diagnostic("SYN001", f"cannot parse: {reason}", path, Span(at, at), noqa_line=1)]
+            if "SYN001" in selected
+            else []
+        )
         return Analysis(found, parsed=False)
     crashes: list[RuleCrash] = []
     found = run_rules(path, source, module, selected, settings, crashes)

@@ -43,7 +43,9 @@ def wanted(fix: Fix | None, unsafe: bool) -> bool:
 
 
 def _ranges(fix: Fix, index: LineIndex) -> list[tuple[int, int, str]]:
-    return sorted((index.offset(e.span.start), index.offset(e.span.end), e.content) for e in fix.edits)
+    return sorted(
+        (index.offset(e.span.start), index.offset(e.span.end), e.content) for e in fix.edits
+    )
 
 
 def _overlaps(a: list[tuple[int, int, str]], b: list[tuple[int, int, str]]) -> bool:
@@ -61,7 +63,9 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, int]:
     index = LineIndex(text)
     taken: list[list[tuple[int, int, str]]] = []
     seen: set[tuple] = set()
-    for fix in sorted(fixes, key=lambda f: min((e.span.start for e in f.edits), default=Position(0, 0))):
+    for fix in sorted(
+        fixes, key=lambda f: min((e.span.start for e in f.edits), default=Position(0, 0))
+    ):
         ranges = _ranges(fix, index)
         key = tuple(ranges)
         if not ranges or key in seen:
@@ -70,7 +74,9 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, int]:
             continue
         seen.add(key)
         taken.append(ranges)
-    edits = sorted((r for ranges in taken for r in ranges), key=lambda r: (r[0], r[1]), reverse=True)
+    edits = sorted(
+        (r for ranges in taken for r in ranges), key=lambda r: (r[0], r[1]), reverse=True
+    )
     for start, end, content in edits:
         text = text[:start] + content + text[end:]
     return text, len(taken)

@@ -54,7 +54,9 @@ class Project:
     def exclude_rules(self, directory: Path) -> ExcludeRules:
         config = self.config_for(directory)
         base = DEFAULT_EXCLUDE if config.exclude is None else config.exclude
-        return ExcludeRules(config.root, tuple(base) + config.extend_exclude, config.respect_gitignore)
+        return ExcludeRules(
+            config.root, tuple(base) + config.extend_exclude, config.respect_gitignore
+        )
 
     def cache_dir(self) -> Path:
         config = self.config_for(self.cwd)
@@ -62,7 +64,9 @@ class Project:
             return config.cache_dir
         return (config.root if config.path else self.cwd) / CACHE_DIR_NAME
 
-    def _per_file_ignores(self, config: FileConfig) -> list[tuple[pathspec.PathSpec, frozenset[str]]]:
+    def _per_file_ignores(
+        self, config: FileConfig
+    ) -> list[tuple[pathspec.PathSpec, frozenset[str]]]:
         if config not in self._pfi:
             known = all_rules().keys()
             entries = []
@@ -70,7 +74,9 @@ class Project:
                 try:
                     codes = expand_all(selectors, known)
                 except SelectorError as error:
-                    raise ConfigError(f"{config.path}: per-file-ignores `{pattern}`: {error}") from None
+                    raise ConfigError(
+                        f"{config.path}: per-file-ignores `{pattern}`: {error}"
+                    ) from None
                 entries.append((pathspec.GitIgnoreSpec.from_lines([pattern]), codes))
             self._pfi[config] = entries
         return self._pfi[config]

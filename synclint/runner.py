@@ -36,7 +36,9 @@ def run_job(job: Job) -> FileResult:
     try:
         data = job.data if job.data is not None else Path(job.path).read_bytes()
     except OSError as error:
-        return FileResult(job.display, errors=[f"cannot read {job.display}: {error.strerror or error}"])
+        return FileResult(
+            job.display, errors=[f"cannot read {job.display}: {error.strerror or error}"]
+        )
     try:
         return _process(data, job)
     except Exception as error:  # noqa: BLE001 - one file's crash must not end the run
@@ -83,7 +85,9 @@ def _fix(result: FileResult, job: Job) -> None:
     try:
         encoded = outcome.text.encode(result.encoding)
     except UnicodeEncodeError as error:
-        result.errors.append(f"cannot write fixes to {job.display}: {error.reason} in {result.encoding}")
+        result.errors.append(
+            f"cannot write fixes to {job.display}: {error.reason} in {result.encoding}"
+        )
         return
     if job.mode == "fix" and job.path != "-":
         try:

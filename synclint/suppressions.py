@@ -79,8 +79,15 @@ def parse_directives(source: str) -> list[Directive]:
         for match in _SYNCLINT.finditer(comment):
             codes = _split_codes(match.group("codes"))
             found.append(
-                _directive(match.group("kind").lower(), line, column, comment, match, text,
-                           codes if match.group("codes") else None)
+                _directive(
+                    match.group("kind").lower(),
+                    line,
+                    column,
+                    comment,
+                    match,
+                    text,
+                    codes if match.group("codes") else None,
+                )
             )
         for match in _NOQA.finditer(comment):
             if match.group("colon"):
@@ -143,9 +150,7 @@ def apply_suppressions(
 
 def unknown_codes(directives: Iterable[Directive], known: Iterable[str]) -> list[tuple[int, str]]:
     known = set(known)
-    return [
-        (d.line, code) for d in directives for code in (d.codes or ()) if code not in known
-    ]
+    return [(d.line, code) for d in directives for code in (d.codes or ()) if code not in known]
 
 
 def unused_suppressions(
@@ -167,7 +172,9 @@ def unused_suppressions(
             found.append(_unused(path, directive, message, ()))
             continue
         unknown = [c for c in directive.codes if c not in known]
-        unused = [c for c in directive.codes if c in known and c in enabled and c not in directive.used]
+        unused = [
+            c for c in directive.codes if c in known and c in enabled and c not in directive.used
+        ]
         if not unknown and not unused:
             continue
         parts = []

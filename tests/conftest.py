@@ -1,81 +1,15 @@
-"""Shared helpers for the frame's tests.
-
-The frame must work with whatever rules are registered, so its tests do not lean on the stream
-rules' judgement: the ``fake_rules`` fixture registers three tiny rules with known behaviour
-(SYN901 ``marker(...)`` with a safe fix, SYN902 ``risky(...)`` with an unsafe fix and a related
-location, SYN903 ``boom(...)``, which crashes) for the duration of one test.
-"""
+"""Fixtures shared by the frame's tests; the helpers live in :mod:`frame_helpers`."""
 
 from __future__ import annotations
 
 import io
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterable
 
-import libcst as cst
 import pytest
+from frame_helpers import FAKE_RULES
 
-from synclint.diagnostics import Applicability, Diagnostic
-from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.registry import all_rules
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _calls(module: cst.Module, name: str) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class Visitor(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name) and node.func.value == name:
-                found.append(node)
-
-    module.visit(Visitor())
-    return found
-
-
-class MarkerRule(Rule):
-    code = "SYN901"
-    name = "test-marker"
-    summary = "test only: a call to marker()"
-    fix_kind = FixKind.SAFE
-    triggers = ("marker",)
-
-    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
-        for call in _calls(ctx.module, "marker"):
-            fix = ctx.replace(call.func, "marked", "Rename `marker` to `marked`", Applicability.SAFE)
-            yield ctx.diagnostic(self, call, "marker() called", fix=fix, data={"name": "marker"})
-
-
-class RiskyRule(Rule):
-    code = "SYN902"
-    name = "test-risky"
-    summary = "test only: a call to risky()"
-    fix_kind = FixKind.UNSAFE
-    triggers = ("risky",)
-
-    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
-        for call in _calls(ctx.module, "risky"):
-            fix = ctx.replace(call.func, "careful", "Use `careful` instead", Applicability.UNSAFE)
-            related = [(arg.value, "argument here") for arg in call.args[:1]]
-            yield ctx.diagnostic(self, call, "risky() called", related=related, fix=fix)
-
-
-class BoomRule(Rule):
-    code = "SYN903"
-    name = "test-boom"
-    summary = "test only: crashes on boom()"
-    triggers = ("boom",)
-
-    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
-        if _calls(ctx.module, "boom"):
-            raise ZeroDivisionError("rule exploded")
-        return ()
-
-
-FAKE_RULES = (MarkerRule, RiskyRule, BoomRule)
 
 
 @pytest.fixture
@@ -125,9 +59,3 @@ def project(tmp_path, monkeypatch):
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
     return tmp_path
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path

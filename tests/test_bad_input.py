@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from conftest import write
+from frame_helpers import write
 
 
 def lint_bytes_cli(project, cli, data: bytes, *extra):
@@ -34,7 +33,9 @@ def test_not_utf8(project, cli):
 
 
 def test_pep263_coding_line_is_honoured(project, cli, fake_rules):
-    result = lint_bytes_cli(project, cli, "# coding: latin-1\nname = 'caf\u00e9'\nmarker()\n".encode("latin-1"))
+    result = lint_bytes_cli(
+        project, cli, "# coding: latin-1\nname = 'caf\u00e9'\nmarker()\n".encode("latin-1")
+    )
     assert result.out.startswith("bad.py:3:1: SYN901")
 
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from conftest import write
+from frame_helpers import write
 
 
 @pytest.fixture
@@ -30,7 +29,11 @@ def test_second_run_is_served_from_the_cache(project, cli, fake_rules, analyses)
     assert analyses == ["a.py"]
     assert first.out == second.out and second.status == 1
     cache = project / ".synclint_cache"
-    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (
+        (cache / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    )
     assert "*" in (cache / ".gitignore").read_text().splitlines()
 
 
@@ -91,7 +94,9 @@ def test_round_trip_of_every_field(fake_rules):
     from synclint.cache import decode_diagnostic, encode_diagnostic
     from synclint.pipeline import FileSettings, lint_text
 
-    result = lint_text("risky(x)\nmarker()\n", "t.py", FileSettings(frozenset({"SYN901", "SYN902"})))
+    result = lint_text(
+        "risky(x)\nmarker()\n", "t.py", FileSettings(frozenset({"SYN901", "SYN902"}))
+    )
     assert result.diagnostics
     for d in result.diagnostics:
         again = decode_diagnostic(encode_diagnostic(d), d.path)

@@ -8,10 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from frame_helpers import ROOT, write
 
 import synclint
-from conftest import ROOT, write
 
 
 def test_default_command_is_check(project, cli, fake_rules):
@@ -127,7 +126,10 @@ def test_rule_crash_is_reported_and_the_run_goes_on(project, cli, fake_rules):
     write(project / "b.py", "marker()\n")
     result = cli(".", "--output-format", "concise", "--no-cache")
     assert result.status == 2
-    assert "internal error: rule SYN903 crashed on a_crash.py: ZeroDivisionError: rule exploded" in result.err
+    assert (
+        "internal error: rule SYN903 crashed on a_crash.py: ZeroDivisionError: rule exploded"
+        in result.err
+    )
     # The other rules still ran on the crashing file, and the other file was linted.
     assert "a_crash.py:2:1: SYN901" in result.out
     assert "b.py:1:1: SYN901" in result.out
@@ -170,8 +172,15 @@ def test_use_color_on_a_tty(monkeypatch):
 
 
 def test_stdin_with_stdin_filename(project, cli, fake_rules):
-    result = cli("check", "-", "--stdin-filename", "src/mod.py", "--output-format", "concise",
-                 stdin=b"x = 1\nmarker()\n")
+    result = cli(
+        "check",
+        "-",
+        "--stdin-filename",
+        "src/mod.py",
+        "--output-format",
+        "concise",
+        stdin=b"x = 1\nmarker()\n",
+    )
     assert result.status == 1
     assert result.out.startswith("src/mod.py:2:1: SYN901")
 
@@ -194,8 +203,9 @@ def test_confirm_missing_does_not_break_check(project, cli, monkeypatch):
 def test_confirm_broken_import_is_a_clear_error(project, cli, monkeypatch):
     import synclint.cli as cli_module
 
-    monkeypatch.setattr(cli_module, "_confirm_command",
-                        lambda: cli_module._broken_confirm(ImportError("no torch")))
+    monkeypatch.setattr(
+        cli_module, "_confirm_command", lambda: cli_module._broken_confirm(ImportError("no torch"))
+    )
     result = cli("confirm", "x.py")
     assert result.status == 2
     assert "synclint confirm` is unavailable: ImportError: no torch" in result.err
@@ -204,7 +214,9 @@ def test_confirm_broken_import_is_a_clear_error(project, cli, monkeypatch):
 def _run(args, cwd, **kwargs):
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("FORCE_COLOR", None)
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=120, **kwargs)
+    return subprocess.run(
+        args, cwd=cwd, capture_output=True, text=True, env=env, timeout=120, **kwargs
+    )
 
 
 def test_python_dash_m_and_console_script(tmp_path):
@@ -229,7 +241,9 @@ def test_lint_path_never_imports_torch(tmp_path):
         "sys.exit(status)\n"
     )
     targets = [str(ROOT / "examples"), str(ROOT / "fixtures")]
-    result = _run([sys.executable, "-c", probe, *targets, "--no-cache", "--exit-zero", "-q"], tmp_path)
+    result = _run(
+        [sys.executable, "-c", probe, *targets, "--no-cache", "--exit-zero", "-q"], tmp_path
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "TORCH-MODULES []" in result.stderr
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from frame_helpers import write
 
-from conftest import write
 from synclint.config import VALID_KEYS, ConfigError, ConfigFinder, load_config
 from synclint.project import Overrides, Project
 from synclint.settings import AnalysisSettings
@@ -36,7 +36,7 @@ def test_synclint_toml_beats_pyproject_in_one_directory(project):
 
 def test_pyproject_without_our_table_is_passed_over(project):
     write(project / "synclint.toml", 'ignore = ["SYN001"]\n')
-    write(project / "sub" / "pyproject.toml", '[tool.black]\nline-length = 80\n')
+    write(project / "sub" / "pyproject.toml", "[tool.black]\nline-length = 80\n")
     config = ConfigFinder(project).for_directory(project / "sub")
     assert config.path == project / "synclint.toml"
 
@@ -52,7 +52,7 @@ def test_unknown_key_is_an_error_naming_the_valid_keys(project, cli):
 
 
 def test_malformed_toml_names_file_and_position(project, cli):
-    write(project / "pyproject.toml", '[tool.synclint]\nselect = [SYN101]\nignore = []\n')
+    write(project / "pyproject.toml", "[tool.synclint]\nselect = [SYN101]\nignore = []\n")
     write(project / "a.py", "x = 1\n")
     result = cli("a.py")
     assert result.status == 2
@@ -93,7 +93,10 @@ def test_command_line_select_overrides_configured_ignore(project, cli, fake_rule
 
 
 def test_per_file_ignores(project, cli, fake_rules):
-    write(project / "synclint.toml", '[per-file-ignores]\n"tests/*" = ["SYN90"]\n"b.py" = ["SYN902"]\n')
+    write(
+        project / "synclint.toml",
+        '[per-file-ignores]\n"tests/*" = ["SYN90"]\n"b.py" = ["SYN902"]\n',
+    )
     write(project / "tests" / "t.py", "marker()\nrisky(1)\n")
     write(project / "b.py", "marker()\nrisky(1)\n")
     assert codes_found(cli, ".") == [("b.py", "SYN901")]

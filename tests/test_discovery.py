@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from frame_helpers import write
 
-from conftest import write
 from synclint.discovery import Discoverer, ExcludeRules, PathError
 from synclint.project import Overrides, Project
 
@@ -21,9 +21,21 @@ def discovered(root: Path, *paths: str, force_exclude: bool = False) -> list[str
 
 
 def test_python_files_only_and_usual_folders_skipped(project):
-    for name in ("a.py", "b.pyi", "c.txt", "pkg/d.py", ".git/e.py", ".venv/f.py", "build/g.py",
-                 "dist/h.py", "pkg/__pycache__/i.py", "node_modules/j.py", ".tox/k.py",
-                 "x.egg-info/l.py", ".synclint_cache/m.py"):
+    for name in (
+        "a.py",
+        "b.pyi",
+        "c.txt",
+        "pkg/d.py",
+        ".git/e.py",
+        ".venv/f.py",
+        "build/g.py",
+        "dist/h.py",
+        "pkg/__pycache__/i.py",
+        "node_modules/j.py",
+        ".tox/k.py",
+        "x.egg-info/l.py",
+        ".synclint_cache/m.py",
+    ):
         write(project / name, "x = 1\n")
     assert discovered(project, ".") == ["a.py", "b.pyi", "pkg/d.py"]
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import stat
 
-import pytest
+from frame_helpers import write
 
-from conftest import write
 from synclint.diagnostics import Applicability, Edit, Fix, Position, Span
 from synclint.fixer import MAX_ROUNDS, apply_fixes, fix_text, write_atomic
 
@@ -57,10 +56,15 @@ def test_diff_writes_nothing(project, cli, fake_rules):
 
 def test_fix_keeps_mode_encoding_and_newlines(project, cli, fake_rules):
     path = project / "a.py"
-    path.write_bytes("# -*- coding: latin-1 -*-\r\nname = 'caf\u00e9'\r\nmarker()\r\n".encode("latin-1"))
+    path.write_bytes(
+        "# -*- coding: latin-1 -*-\r\nname = 'caf\u00e9'\r\nmarker()\r\n".encode("latin-1")
+    )
     os.chmod(path, 0o750)
     assert cli("a.py", "--fix").status == 0
-    assert path.read_bytes() == "# -*- coding: latin-1 -*-\r\nname = 'caf\u00e9'\r\nmarked()\r\n".encode("latin-1")
+    assert (
+        path.read_bytes()
+        == "# -*- coding: latin-1 -*-\r\nname = 'caf\u00e9'\r\nmarked()\r\n".encode("latin-1")
+    )
     assert stat.S_IMODE(path.stat().st_mode) == 0o750
     assert [p.name for p in project.iterdir() if "synclint-tmp" in p.name] == []
 

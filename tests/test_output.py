@@ -9,9 +9,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from frame_helpers import write
 
 import synclint
-from conftest import write
 
 SOURCE = "import os\n\ndef f(x):\n    marker()\n    return risky(x)\n"
 
@@ -90,19 +90,26 @@ def test_json(sample, cli):
     assert first["fix"] == {
         "applicability": "safe",
         "message": "Rename `marker` to `marked`",
-        "edits": [{"content": "marked", "location": {"row": 4, "column": 5},
-                   "end_location": {"row": 4, "column": 11}}],
+        "edits": [
+            {
+                "content": "marked",
+                "location": {"row": 4, "column": 5},
+                "end_location": {"row": 4, "column": 11},
+            }
+        ],
     }
     assert first["url"].endswith("/rules/SYN901.md")
     assert first["noqa_row"] == 4
     assert first["data"] == {"name": "marker"}
     assert second["fix"]["applicability"] == "unsafe"
-    assert second["related"] == [{
-        "filename": str(sample / "pkg" / "mod.py"),
-        "location": {"row": 5, "column": 18},
-        "end_location": {"row": 5, "column": 19},
-        "message": "argument here",
-    }]
+    assert second["related"] == [
+        {
+            "filename": str(sample / "pkg" / "mod.py"),
+            "location": {"row": 5, "column": 18},
+            "end_location": {"row": 5, "column": 19},
+            "message": "argument here",
+        }
+    ]
 
 
 def test_json_lines_matches_json(sample, cli):
@@ -151,7 +158,9 @@ def test_output_is_deterministic(project, cli, fake_rules):
 
 # -- SARIF -------------------------------------------------------------------------------------
 
-SCHEMA_ID = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SCHEMA_ID = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 SCHEMA_URLS = (
     SCHEMA_ID,
     "https://raw.githubusercontent.com/oasis-tcs/sarif-spec/main/sarif-2.1/schema/sarif-schema-2.1.0.json",
@@ -164,7 +173,9 @@ def _official_schema(request) -> dict:
     repository; the test skips, saying why, when none of these is available (offline)."""
     explicit = os.environ.get("SYNCLINT_SARIF_SCHEMA")
     cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
-    cached = (Path(cache.mkdir("sarif-schema")) if cache else Path(os.devnull).parent / "-") / "sarif-schema-2.1.0.json"
+    cached = (
+        Path(cache.mkdir("sarif-schema")) if cache else Path(os.devnull).parent / "-"
+    ) / "sarif-schema-2.1.0.json"
     text = None
     if explicit:
         text = Path(explicit).read_text(encoding="utf-8")
@@ -180,9 +191,11 @@ def _official_schema(request) -> dict:
             except OSError as error:
                 errors.append(f"{url}: {error}")
         if text is None:
-            pytest.skip("the official SARIF 2.1.0 schema could not be had (offline?); set "
-                        "SYNCLINT_SARIF_SCHEMA to a local copy of sarif-schema-2.1.0.json. "
-                        + "; ".join(errors))
+            pytest.skip(
+                "the official SARIF 2.1.0 schema could not be had (offline?); set "
+                "SYNCLINT_SARIF_SCHEMA to a local copy of sarif-schema-2.1.0.json. "
+                + "; ".join(errors)
+            )
     schema = json.loads(text)
     assert schema.get("id") == SCHEMA_ID, "not the official SARIF 2.1.0 errata 01 schema"
     if cache and not explicit and not cached.is_file():
@@ -229,21 +242,25 @@ def test_sarif_has_what_github_code_scanning_reads(sample, cli):
         "artifactLocation": {"uri": "pkg/mod.py"},
         "region": {"startLine": 4, "startColumn": 5, "endLine": 4, "endColumn": 13},
     }
-    assert second["relatedLocations"] == [{
-        "id": 1,
-        "physicalLocation": {
-            "artifactLocation": {"uri": "pkg/mod.py"},
-            "region": {"startLine": 5, "startColumn": 18, "endLine": 5, "endColumn": 19},
-        },
-        "message": {"text": "argument here"},
-    }]
+    assert second["relatedLocations"] == [
+        {
+            "id": 1,
+            "physicalLocation": {
+                "artifactLocation": {"uri": "pkg/mod.py"},
+                "region": {"startLine": 5, "startColumn": 18, "endLine": 5, "endColumn": 19},
+            },
+            "message": {"text": "argument here"},
+        }
+    ]
 
 
 def test_sarif_uris_are_relative_to_the_repository_root(sample, cli, monkeypatch):
     (sample / ".git").mkdir()
     monkeypatch.chdir(sample / "pkg")
     log = json.loads(cli("mod.py", "--no-cache", "--output-format", "sarif").out)
-    uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"][
+        "uri"
+    ]
     assert uri == "pkg/mod.py"
 
 
@@ -251,7 +268,9 @@ def test_sarif_log_api_for_confirm(fake_rules, tmp_path):
     from synclint.output.sarif import sarif_log
     from synclint.pipeline import FileSettings, lint_text
 
-    diagnostics = lint_text(SOURCE, str(tmp_path / "m.py"), FileSettings(frozenset({"SYN901"}))).diagnostics
+    diagnostics = lint_text(
+        SOURCE, str(tmp_path / "m.py"), FileSettings(frozenset({"SYN901"}))
+    ).diagnostics
     log = sarif_log(diagnostics, tmp_path, result_properties=lambda d: {"confirmed": True})
     result = log["runs"][0]["results"][0]
     assert result["properties"] == {"confirmed": True}

@@ -12,8 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from frame_helpers import ROOT
 
-from conftest import ROOT
 from synclint.rule_pages import INDEX_END, INDEX_START, markdown_rule_index
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -35,7 +35,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 def test_readme_rule_index_matches_the_registry():
     start = README.index(INDEX_START) + len(INDEX_START)
-    table = README[start: README.index(INDEX_END)].strip()
+    table = README[start : README.index(INDEX_END)].strip()
     assert table == markdown_rule_index(), (
         "the README's rule index is stale: run `python -m synclint.rule_pages README.md`"
     )
@@ -47,8 +47,19 @@ def test_readme_tells_ruff_users_about_external():
 
 def test_example_is_flagged_with_syn101(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "synclint", str(ROOT / "examples"), "--no-cache", "--output-format",
-         "concise"], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "synclint",
+            str(ROOT / "examples"),
+            "--no-cache",
+            "--output-format",
+            "concise",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "prefetcher.py" in result.stdout and "SYN101" in result.stdout
@@ -59,8 +70,21 @@ def _build_wheel(out: Path) -> Path:
     failures = []
     for extra in attempts:
         built = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), *extra, str(ROOT)],
-            capture_output=True, text=True, timeout=600,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "-q",
+                "-w",
+                str(out),
+                *extra,
+                str(ROOT),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         wheels = sorted(out.glob("synclint-*.whl"))
         if built.returncode == 0 and wheels:
@@ -82,23 +106,48 @@ def test_wheel_ships_the_rule_pages_and_works_installed(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                   check=True, timeout=300)
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        timeout=300,
+    )
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(site, "synclint-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
-    where = subprocess.run([str(python), "-c", "import synclint; print(synclint.__file__)"],
-                           capture_output=True, text=True, cwd=outside, env=env, check=True)
+    where = subprocess.run(
+        [str(python), "-c", "import synclint; print(synclint.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=outside,
+        env=env,
+        check=True,
+    )
     assert where.stdout.startswith(str(venv)), "the test must exercise the installed wheel"
-    page = subprocess.run([str(venv / "bin" / "synclint"), "rule", "SYN001"],
-                          capture_output=True, text=True, cwd=outside, env=env, timeout=120)
+    page = subprocess.run(
+        [str(venv / "bin" / "synclint"), "rule", "SYN001"],
+        capture_output=True,
+        text=True,
+        cwd=outside,
+        env=env,
+        timeout=120,
+    )
     assert page.returncode == 0, page.stderr
     assert page.stdout.startswith("# SYN001: syntax-error")
     (outside / "bad.py").write_text("x = (\n")
-    check = subprocess.run([str(venv / "bin" / "synclint"), "bad.py", "--no-cache"],
-                           capture_output=True, text=True, cwd=outside, env=env, timeout=120)
+    check = subprocess.run(
+        [str(venv / "bin" / "synclint"), "bad.py", "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=outside,
+        env=env,
+        timeout=120,
+    )
     assert check.returncode == 1 and "SYN001" in check.stdout

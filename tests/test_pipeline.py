@@ -5,14 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from frame_helpers import ROOT, write
 
-from conftest import ROOT, write
 from synclint.engine import default_codes, lint_source
 from synclint.pipeline import FileSettings, lint_text, prefiltered
 from synclint.rules.registry import all_rules
 
-CORPUS = sorted([*(ROOT / "fixtures").rglob("*.py"), *(ROOT / "examples").rglob("*.py"),
-                 *(ROOT / "synclint").rglob("*.py")])
+CORPUS = sorted(
+    [
+        *(ROOT / "fixtures").rglob("*.py"),
+        *(ROOT / "examples").rglob("*.py"),
+        *(ROOT / "synclint").rglob("*.py"),
+    ]
+)
 EVERY_RULE = FileSettings(frozenset(all_rules()))
 
 
@@ -32,7 +37,7 @@ def test_prefilter_skips_files_without_triggers_but_not_syntax_errors():
 
 
 def test_a_rule_without_triggers_disables_the_prefilter(fake_rules, monkeypatch):
-    from conftest import MarkerRule
+    from frame_helpers import MarkerRule
 
     from synclint.pipeline import _triggers_for
 
@@ -52,7 +57,9 @@ def test_parallel_equals_serial(project, fake_rules):
 
     jobs = []
     for index in range(40):
-        path = write(project / f"f{index:02d}.py", "marker()\n" * (index % 3) + "x = (\n" * (index % 5 == 0))
+        path = write(
+            project / f"f{index:02d}.py", "marker()\n" * (index % 3) + "x = (\n" * (index % 5 == 0)
+        )
         jobs.append(Job(str(path), path.name, FileSettings(frozenset({"SYN001", "SYN901"}))))
     serial = run_jobs(jobs, parallel=False)
     parallel = run_jobs(list(reversed(jobs)), parallel=True)

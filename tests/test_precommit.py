@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from conftest import ROOT, write
+from frame_helpers import ROOT, write
 
 
 def test_hook_definition():
@@ -29,9 +28,20 @@ def _pip_reaches_an_index(tmp_path: Path) -> str | None:
     """None if pip can download a package (pre-commit must install synclint's dependencies),
     else why not."""
     probe = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(tmp_path / "probe"),
-         "click"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "-q",
+            "-d",
+            str(tmp_path / "probe"),
+            "click",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return None if probe.returncode == 0 else (probe.stderr.strip().splitlines() or ["?"])[-1]
 
@@ -46,8 +56,10 @@ def test_pre_commit_try_repo(tmp_path):
         pytest.skip("git is not installed")
     reason = _pip_reaches_an_index(tmp_path)
     if reason is not None:
-        pytest.skip(f"pre-commit installs the hook's dependencies with pip, which cannot reach a "
-                    f"package index here: {reason}")
+        pytest.skip(
+            f"pre-commit installs the hook's dependencies with pip, which cannot reach a "
+            f"package index here: {reason}"
+        )
     repo = tmp_path / "user-repo"
     repo.mkdir()
     _git(repo, "init", "-q")
@@ -62,9 +74,23 @@ def test_pre_commit_try_repo(tmp_path):
 
     def try_repo(*files: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "synclint", "--color", "never",
-             "--files", *files],
-            cwd=repo, capture_output=True, text=True, env=env, timeout=900,
+            [
+                sys.executable,
+                "-m",
+                "pre_commit",
+                "try-repo",
+                str(ROOT),
+                "synclint",
+                "--color",
+                "never",
+                "--files",
+                *files,
+            ],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
         )
 
     failing = try_repo("clean.py", "broken.py", "build/generated.py")

@@ -42,13 +42,31 @@ def test_random_bytes(data):
     assert not result.errors
 
 
-STREAMISH = st.sampled_from([
-    "import torch\n", "s = torch.cuda.Stream()\n", "with torch.cuda.stream(s):\n",
-    "    y = x.cuda(non_blocking=True)\n", "z = y + 1\n", "e = torch.cuda.Event()\n",
-    "e.record()\n", "e.wait()\n", "torch.cuda.current_stream().wait_stream(s)\n",
-    "def f(x):\n", "    return x\n", "for i in range(3):\n", "    pass\n", "del y\n",
-    "  # noqa: SYN101\n", "# synclint: ignore[SYN102]\n", "if z:\n", "else:\n", "(\n", "\t", "'''",
-])
+STREAMISH = st.sampled_from(
+    [
+        "import torch\n",
+        "s = torch.cuda.Stream()\n",
+        "with torch.cuda.stream(s):\n",
+        "    y = x.cuda(non_blocking=True)\n",
+        "z = y + 1\n",
+        "e = torch.cuda.Event()\n",
+        "e.record()\n",
+        "e.wait()\n",
+        "torch.cuda.current_stream().wait_stream(s)\n",
+        "def f(x):\n",
+        "    return x\n",
+        "for i in range(3):\n",
+        "    pass\n",
+        "del y\n",
+        "  # noqa: SYN101\n",
+        "# synclint: ignore[SYN102]\n",
+        "if z:\n",
+        "else:\n",
+        "(\n",
+        "\t",
+        "'''",
+    ]
+)
 
 
 @QUICK

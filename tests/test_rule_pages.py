@@ -6,15 +6,22 @@ from __future__ import annotations
 import re
 
 import pytest
+from frame_helpers import ROOT
 
-from conftest import ROOT
 from synclint.engine import default_codes
 from synclint.pipeline import FileSettings, lint_text
 from synclint.rules.registry import all_rules
 
 PAGES = ROOT / "rules"
-SECTIONS = ["What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Options",
-            "References"]
+SECTIONS = [
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "Options",
+    "References",
+]
 RULES = sorted(all_rules())
 PAGE_FILES = sorted(PAGES.glob("*.md"))
 

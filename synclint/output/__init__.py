@@ -78,8 +78,10 @@ def summary(report: Report) -> str:
     count = len(report.diagnostics)
     noun = "error" if count == 1 else "errors"
     if report.fix_mode and report.fixed:
-        head = f"Found {count + report.fixed} {('error' if count + report.fixed == 1 else 'errors')} " \
-               f"({report.fixed} fixed, {count} remaining)."
+        head = (
+            f"Found {count + report.fixed} {('error' if count + report.fixed == 1 else 'errors')} "
+            f"({report.fixed} fixed, {count} remaining)."
+        )
         if count == 0:
             return head
     elif count == 0:

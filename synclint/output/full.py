@@ -40,7 +40,10 @@ def frame(report: Report, path: str, span: Span, label: str, s: Style) -> list[s
     if not lines or not 1 <= span.start.line <= len(lines) + 1:
         return out
     first = max(1, span.start.line - 1)
-    last = min(len(lines), max(span.start.line, span.end.line if span.end.column > 1 else span.end.line - 1))
+    last = min(
+        len(lines),
+        max(span.start.line, span.end.line if span.end.column > 1 else span.end.line - 1),
+    )
     last = min(last, span.start.line + MAX_FRAME_LINES - 1)
     width = len(str(max(last, span.start.line)))
     gutter = " " * width
@@ -57,7 +60,9 @@ def frame(report: Report, path: str, span: Span, label: str, s: Style) -> list[s
             start = _display_width(prefix)
             length = max(1, _display_width(prefix + body) - start)
             carets = s.red("^" * length)
-            out.append(f"{gutter} {s.blue('|')} {' ' * start}{carets}{(' ' + s.red(label)) if label else ''}")
+            out.append(
+                f"{gutter} {s.blue('|')} {' ' * start}{carets}{(' ' + s.red(label)) if label else ''}"
+            )
     out.append(f"{gutter} {s.blue('|')}")
     return out
 

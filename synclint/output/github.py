@@ -7,8 +7,7 @@ log. Data (the message) escapes ``%``, CR and LF; properties also escape ``:`` a
 from __future__ import annotations
 
 from synclint.diagnostics import Diagnostic
-from synclint.output import Report
-from synclint.output import full
+from synclint.output import Report, full
 
 
 def escape_data(text: str) -> str:

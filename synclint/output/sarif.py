@@ -18,7 +18,9 @@ import synclint
 from synclint.diagnostics import Applicability, Diagnostic, Span
 from synclint.output import HOME_URL, Report, rule_url
 
-SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SCHEMA_URI = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 
 
 def artifact_uri(path: str, root: Path) -> str:
@@ -97,7 +99,10 @@ def _result(d: Diagnostic, root: Path, index: Mapping[str, int]) -> dict[str, An
                     {
                         "artifactLocation": {"uri": artifact_uri(d.path, root)},
                         "replacements": [
-                            {"deletedRegion": _region(e.span), "insertedContent": {"text": e.content}}
+                            {
+                                "deletedRegion": _region(e.span),
+                                "insertedContent": {"text": e.content},
+                            }
                             for e in d.fix.edits
                         ],
                     }
