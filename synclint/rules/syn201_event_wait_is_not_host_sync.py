@@ -82,7 +82,7 @@ class EventWaitIsNotHostSync(Rule):
             elif later.kind == OpKind.ELAPSED_TIME and len(later.events) == 2:
                 waited = wait.event.key if wait.event is not None else None
                 if later.events[1].key == waited:
-                    records = records_of(later, waited)
+                    records = [r for r in records_of(later, waited) if any(r is o for o in function.ops)]
                     if records and not any(record_seen(function, r, later, parents) for r in records):
                         return later, "`elapsed_time` is asked"
         return None

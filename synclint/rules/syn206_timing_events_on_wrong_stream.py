@@ -24,6 +24,10 @@ def _single(records: list[Op]) -> Optional[Op]:
     return records[-1] if len(nodes) == 1 else None
 
 
+def _in(function: FunctionModel, op: Op) -> bool:
+    return any(op is other for other in function.ops)
+
+
 class TimingEventsOnWrongStream(Rule):
     code = "SYN206"
     name = "timing-events-on-wrong-stream"
@@ -40,6 +44,8 @@ class TimingEventsOnWrongStream(Rule):
                 end = _single(records_of(elapsed, elapsed.events[1].key))
                 if start is None or end is None or start.index >= end.index:
                     continue
+                if not (_in(function, start) and _in(function, end)):
+                    continue  # recorded in other methods: the timeline here does not show the work
                 if id(end.node) in reported:
                     continue
                 work = self._misplaced_work(function, start, end)

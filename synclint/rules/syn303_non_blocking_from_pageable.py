@@ -39,8 +39,8 @@ class NonBlockingFromPageable(Rule):
                 copy = op.copy
                 if copy is None or not copy.non_blocking or id(op.node) in reported:
                     continue
-                if copy.dst is not None and copy.dst.device == "cpu":
-                    continue  # device-to-host or host-to-host: not this rule
+                if not _to_gpu(ctx, op.node):
+                    continue  # only copies known to go to a GPU (``.to(device)`` may be the CPU)
                 source = _source_expression(op.node)
                 if source is None:
                     continue
@@ -114,6 +114,24 @@ class NonBlockingFromPageable(Rule):
         if pin is None or (isinstance(pin.value, cst.Name) and pin.value.value == "False"):
             return call
         return None
+
+
+def _to_gpu(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """``.cuda(...)``, ``.to("cuda" / torch.device("cuda") / a variable bound to one, ...)``, or
+    ``gpu.copy_(...)`` into a tensor known to be on a GPU."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    method = node.func.attr.value
+    facts = tensor_facts(ctx)
+    if method == "cuda":
+        return True
+    if method == "to":
+        target = keyword(node, "device") or (node.args[0] if node.args else None)
+        return target is not None and facts.target_device(target.value, node) == "cuda"
+    if method == "copy_":
+        dst = facts.facts(node.func.value, node)
+        return dst is not None and dst.device == "cuda"
+    return False
 
 
 def _source_expression(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
