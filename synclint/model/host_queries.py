@@ -1,13 +1,13 @@
 """Queries about what the host knows, over the timeline model (for SYN201, SYN203-SYN206).
 
 The model's vector clocks answer "has the host seen this device op complete?"
-(:meth:`FunctionModel.host_has_seen`). Event questions need one more step: a ``RECORD_EVENT`` op
-carries no sequence number of its own, so "has the host seen ``end.record()`` complete?" is asked
-of the work the record captured. When the function enqueued nothing on that stream before the
-record (the timed work is in a helper the model does not see, ``fn()``), the vector clocks cannot
-tell, and the answer comes from an explicit host synchronization that covers the record between it
-and the question (``torch.cuda.synchronize()``, ``end.synchronize()``, ``stream.synchronize()``, a
-blocking read on that stream, or a ``while not end.query()`` loop).
+(:meth:`FunctionModel.host_has_seen`), which is what host clocks need. Event questions need one more
+step: a ``RECORD_EVENT`` op carries no sequence number of its own, and the work it captures may be
+invisible to the model (``fn()`` launching kernels in a helper). So "has the host seen
+``end.record()`` complete?" is answered by an explicit host synchronization *after* the record that
+covers it, on every path to the question: ``torch.cuda.synchronize()``, ``end.synchronize()``,
+``stream.synchronize()`` or a blocking read on the recording stream, or a ``while not end.query()``
+loop.
 """
 
 from __future__ import annotations
@@ -36,18 +36,6 @@ def is_cuda_work(op: Op) -> bool:
     if op.copy is not None and op.copy.direction in ("h2d", "d2h", "d2d"):
         return True
     return any(s.device == "cuda" for s in (*op.reads, *op.writes))
-
-
-def captured_count(function: FunctionModel, record: Op) -> int:
-    """How many ops of the record's stream (in this function) the record captured."""
-    key = record.stream.key
-    count = 0
-    for op in function.ops:
-        if op.index >= record.index:
-            break
-        if op.on_device and op.stream.key == key and op.seq:
-            count = max(count, op.seq)
-    return count
 
 
 def covering_sync(
@@ -152,14 +140,3 @@ def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
     if tree is target:
         return True
     return any(_contains(child, target) for child in tree.children)
-
-
-def first_per_node(ops: Iterable[Op]) -> list[Op]:
-    """One op per source node (a loop body appears twice in the timeline)."""
-    seen: set[int] = set()
-    out = []
-    for op in ops:
-        if id(op.node) not in seen:
-            seen.add(id(op.node))
-            out.append(op)
-    return out
