@@ -58,10 +58,10 @@ def _overlaps(a: list[tuple[int, int, str]], b: list[tuple[int, int, str]]) -> b
     return False
 
 
-def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, int]:
-    """Apply the fixes that do not overlap an earlier one; returns the text and how many."""
+def _accepted(text: str, fixes: Iterable[Fix]) -> list[tuple[Fix, list[tuple[int, int, str]]]]:
+    """The fixes that overlap no earlier one (by position), each once, with their offsets."""
     index = LineIndex(text)
-    taken: list[list[tuple[int, int, str]]] = []
+    taken: list[tuple[Fix, list[tuple[int, int, str]]]] = []
     seen: set[tuple] = set()
     for fix in sorted(
         fixes, key=lambda f: min((e.span.start for e in f.edits), default=Position(0, 0))
@@ -70,16 +70,24 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, int]:
         key = tuple(ranges)
         if not ranges or key in seen:
             continue  # an identical fix offered by two findings is applied once
-        if any(_overlaps(ranges, other) for other in taken):
+        if any(_overlaps(ranges, other) for _, other in taken):
             continue
         seen.add(key)
-        taken.append(ranges)
-    edits = sorted(
-        (r for ranges in taken for r in ranges), key=lambda r: (r[0], r[1]), reverse=True
-    )
-    for start, end, content in edits:
+        taken.append((fix, ranges))
+    return taken
+
+
+def _apply(text: str, taken: list[tuple[Fix, list[tuple[int, int, str]]]]) -> str:
+    edits = sorted((r for _, ranges in taken for r in ranges), key=lambda r: (r[0], r[1]))
+    for start, end, content in reversed(edits):
         text = text[:start] + content + text[end:]
-    return text, len(taken)
+    return text
+
+
+def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, int]:
+    """Apply the fixes that do not overlap an earlier one; returns the text and how many."""
+    taken = _accepted(text, fixes)
+    return _apply(text, taken), len(taken)
 
 
 def parses(text: str) -> bool:
@@ -92,17 +100,21 @@ def parses(text: str) -> bool:
         return False
 
 
-def _apply_parsing(text: str, fixes: Sequence[Fix]) -> tuple[str, int]:
-    new_text, count = apply_fixes(text, fixes)
-    if count == 0 or parses(new_text):
-        return new_text, count
-    good = [fix for fix in fixes if parses(apply_fixes(text, [fix])[0])]
-    if not good:
-        return text, 0
-    new_text, count = apply_fixes(text, good)
+def _apply_parsing(text: str, fixes: Sequence[Fix]) -> tuple[str, list[Fix]]:
+    """Apply what can be applied without breaking the parse; returns the text and those fixes.
+
+    If the round as a whole does not parse, the fixes that break it on their own are dropped; if
+    each parses alone but not together, only the first is kept (the next round offers the rest)."""
+    taken = _accepted(text, fixes)
+    if not taken:
+        return text, []
+    new_text = _apply(text, taken)
     if parses(new_text):
-        return new_text, count
-    return _apply_parsing(text, good[:1]) if len(good) > 1 else (text, 0)
+        return new_text, [fix for fix, _ in taken]
+    good = [fix for fix, ranges in taken if parses(_apply(text, [(fix, ranges)]))]
+    if len(good) == len(taken):
+        good = good[:1]
+    return _apply_parsing(text, good) if good else (text, [])
 
 
 @dataclass
@@ -112,18 +124,37 @@ class FixOutcome:
     diagnostics: list[Diagnostic]
 
 
+def _fix_key(d: Diagnostic, lines: list[str]) -> tuple:
+    """What makes a fix "the same fix again": rule, inserted texts, and the line it anchors to.
+
+    A fix that comes back after it was applied did not resolve its finding (a rule bug); applying
+    it again would only pile up copies, so each is applied once per run."""
+    first = min((e.span.start for e in d.fix.edits), default=Position(1, 1))
+    anchor = lines[first.line - 1].strip() if 0 < first.line <= len(lines) else ""
+    return (d.code, tuple(e.content for e in d.fix.edits), anchor)
+
+
 def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], unsafe: bool) -> FixOutcome:
     """Fix until nothing changes (at most MAX_ROUNDS rounds); returns the remaining findings."""
     applied = 0
+    done: set[tuple] = set()
     diagnostics = lint(text)
     for _ in range(MAX_ROUNDS):
-        fixes = [d.fix for d in diagnostics if wanted(d.fix, unsafe)]
-        if not fixes:
+        lines = _NEWLINE.split(text)
+        keyed = {}
+        for d in diagnostics:
+            if wanted(d.fix, unsafe):
+                key = _fix_key(d, lines)
+                if key not in done:
+                    keyed.setdefault(id(d.fix), (d.fix, key))
+        if not keyed:
             break
-        new_text, count = _apply_parsing(text, fixes)
-        if count == 0 or new_text == text:
+        new_text, used = _apply_parsing(text, [fix for fix, _ in keyed.values()])
+        if not used or new_text == text:
             break
-        text, applied = new_text, applied + count
+        used_ids = {id(fix) for fix in used}
+        done.update(key for fix_id, (_, key) in keyed.items() if fix_id in used_ids)
+        text, applied = new_text, applied + len(used)
         diagnostics = lint(text)
     return FixOutcome(text, applied, diagnostics)
 

@@ -132,3 +132,18 @@ def test_unreadable_target_directory_is_an_error_not_a_crash(project, cli, fake_
     assert result.status == 2
     assert "cannot write a.py: Permission denied" in result.err
     assert path.read_text() == "marker()\n"
+
+
+def test_a_fix_that_does_not_resolve_its_finding_is_applied_once():
+    """A rule whose fix leaves the finding in place must not pile up copies of the fix."""
+    from synclint.diagnostics import Diagnostic
+
+    def lint(current):
+        line = current.splitlines().index("b = 2") + 1  # always "insert before `b = 2`"
+        at = Position(line, 1)
+        fix = Fix("insert", Applicability.UNSAFE, (Edit(Span(at, at), "s.wait_stream(t)\n"),))
+        return [Diagnostic("SYN101", f"before line {line}", "t.py", Span(at, at), fix=fix)]
+
+    outcome = fix_text("a = 1\nb = 2\n", lint, unsafe=True)
+    assert outcome.text == "a = 1\ns.wait_stream(t)\nb = 2\n"
+    assert outcome.applied == 1
