@@ -58,6 +58,16 @@ def _overlaps(a: list[tuple[int, int, str]], b: list[tuple[int, int, str]]) -> b
     return False
 
 
+def _already_there(text: str, edit: tuple[int, int, str]) -> bool:
+    """Whether an edit would change nothing: the same text already replaced, or an insertion whose
+    text already stands right there (a fix applied by an earlier run that did not silence its
+    finding: inserting it again would only pile up copies)."""
+    start, end, content = edit
+    if start != end:
+        return text[start:end] == content
+    return bool(content) and (text.startswith(content, start) or text.endswith(content, 0, start))
+
+
 def _accepted(text: str, fixes: Iterable[Fix]) -> list[tuple[Fix, list[tuple[int, int, str]]]]:
     """The fixes that overlap no earlier one (by position), each once, with their offsets."""
     index = LineIndex(text)
@@ -68,7 +78,7 @@ def _accepted(text: str, fixes: Iterable[Fix]) -> list[tuple[Fix, list[tuple[int
     ):
         ranges = _ranges(fix, index)
         key = tuple(ranges)
-        if not ranges or key in seen:
+        if not ranges or key in seen or all(_already_there(text, r) for r in ranges):
             continue  # an identical fix offered by two findings is applied once
         if any(_overlaps(ranges, other) for _, other in taken):
             continue

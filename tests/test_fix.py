@@ -104,12 +104,13 @@ def test_fix_loop_is_bounded():
 
     def lint(current):
         end = Position(1, len(current.splitlines()[0]) + 1)
-        fix = Fix("grow", Applicability.SAFE, (Edit(Span(end, end), "+1"),))
+        grow = f"+{current.count('+')}"
+        fix = Fix("grow", Applicability.SAFE, (Edit(Span(end, end), grow),))
         return [Diagnostic("SYN901", "m", "t.py", Span(end, end), fix=fix)]
 
     outcome = fix_text("x = 1\n", lint, unsafe=False)
     assert outcome.applied == MAX_ROUNDS
-    assert outcome.text == "x = 1" + "+1" * MAX_ROUNDS + "\n"
+    assert outcome.text == "x = 1" + "".join(f"+{n}" for n in range(MAX_ROUNDS)) + "\n"
 
 
 def test_write_atomic_replaces_through_symlink(tmp_path):
@@ -147,3 +148,18 @@ def test_a_fix_that_does_not_resolve_its_finding_is_applied_once():
     outcome = fix_text("a = 1\nb = 2\n", lint, unsafe=True)
     assert outcome.text == "a = 1\ns.wait_stream(t)\nb = 2\n"
     assert outcome.applied == 1
+
+
+def test_an_insertion_already_in_place_is_not_repeated_by_a_later_run():
+    from synclint.diagnostics import Diagnostic
+
+    def lint(current):
+        line = current.splitlines().index("b = 2") + 1
+        at = Position(line, 1)
+        fix = Fix("insert", Applicability.UNSAFE, (Edit(Span(at, at), "s.wait_stream(t)\n"),))
+        return [Diagnostic("SYN101", "m", "t.py", Span(at, at), fix=fix)]
+
+    first = fix_text("a = 1\nb = 2\n", lint, unsafe=True)
+    second = fix_text(first.text, lint, unsafe=True)
+    assert second.text == first.text == "a = 1\ns.wait_stream(t)\nb = 2\n"
+    assert second.applied == 0
