@@ -556,3 +556,16 @@ def test_bad_fixtures_contain_a_trigger(code: str) -> None:
     rule = all_rules()[code]
     for path in (ROOT / "fixtures" / code).glob("bad_*.py"):
         assert any(t in path.read_text(encoding="utf-8") for t in rule.triggers), path.name
+
+
+# -- false-positive classes found on real projects --------------------------------------------------
+
+FP_CLASSES = sorted((ROOT / "benchmarks" / "triage" / "fp_classes").glob("*.py"))
+
+
+@pytest.mark.xfail(strict=True, reason="known false-positive class from benchmarks/triage.md; remove the marker when fixed")
+@pytest.mark.parametrize("path", FP_CLASSES, ids=[p.stem for p in FP_CLASSES])
+def test_corpus_false_positive_class_is_clean(path: Path) -> None:
+    """Each file is correct code cut down from a real finding judged a false positive."""
+    found = [d for d in lint_source(path.read_text(encoding="utf-8"), str(path)) if d.code.startswith("SYN1")]
+    assert found == [], [(d.span.start.line, d.code) for d in found]
