@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from synclint.confirm.command import confirm
 
-from conftest import ROOT, TWINS
+from confirm_helpers import ROOT, TWINS
 
 FAKE_TORCH = """\
 import types

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from confirm_helpers import ROOT
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():  # pragma: no cover - CPU machines

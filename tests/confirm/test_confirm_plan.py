@@ -10,7 +10,7 @@ from synclint.confirm.plan import EntryError, parse_entry, plan_finding
 from synclint.confirm.report import diagnostic_from_json
 from synclint.diagnostics import Diagnostic, Position, Span
 
-from conftest import TWINS
+from confirm_helpers import TWINS
 
 
 def finding(path: Path, line: int, code: str = "SYN101", data=None, related=()) -> Diagnostic:
