@@ -86,7 +86,7 @@ class RuleContext:
     def positions(self):
         from synclint.positions import PositionIndex
 
-        return PositionIndex(self.module)
+        return PositionIndex(self.module, self.source)  # the source: no codegen of the module
 
     # -- helpers for rules ---------------------------------------------------------------------
 
