@@ -65,8 +65,18 @@ def transplant(findings: list[dict], fixed: Path) -> list[dict]:
     return moved
 
 
-def pairs() -> list[tuple[Path, Path]]:
-    return [(b, b.with_name(b.name.replace("_buggy", "_fixed"))) for b in sorted(TWINS.glob("*_buggy.py"))]
+def pairs(prefix: str = "syn") -> list[tuple[Path, Path]]:
+    """Twins whose findings synclint runs on its own (``syn*``) or through ``--entry`` (``entry_*``)."""
+    found = sorted(TWINS.glob(f"{prefix}*_buggy.py"))
+    return [(b, b.with_name(b.name.replace("_buggy", "_fixed"))) for b in found]
+
+
+def entry_command(path: Path) -> str:
+    """The ``--entry`` an entry twin names in its docstring (``--entry "python ... --steps 3"``)."""
+    match = re.search(r'--entry "([^"]+)"', path.read_text(encoding="utf-8"))
+    if not match:
+        raise ValueError(f"{path} names no --entry")
+    return match.group(1)
 
 
 def confirm(args: list[str], out: Path, name: str) -> tuple[list[dict], float, int]:
@@ -82,7 +92,9 @@ def confirm(args: list[str], out: Path, name: str) -> tuple[list[dict], float, i
     return items, seconds, run.returncode
 
 
-def summarize(buggy: list[dict], fixed: list[dict], lint: list[dict], seconds: dict) -> str:
+def summarize(
+    buggy: list[dict], fixed: list[dict], lint: list[dict], seconds: dict, entries: list[str]
+) -> str:
     env = next((i["confirmation"]["environment"] for i in buggy + fixed if i.get("confirmation")), {})
     rows = ["| rule | buggy twin | hit rate (per method) | fixed twin | s per finding (buggy) |",
             "|---|---|---|---|---|"]
@@ -108,6 +120,9 @@ def summarize(buggy: list[dict], fixed: list[dict], lint: list[dict], seconds: d
         "Findings from the real rules on the twins (`synclint confirm fixtures/confirm`):",
         *(lint_rows or ["- none"]),
         "",
+        "Entry-point twins (`synclint confirm --entry ...`):",
+        *(entries or ["- none"]),
+        "",
     ])
 
 
@@ -130,7 +145,24 @@ def main() -> int:
     buggy, seconds["buggy"], _ = confirm([*trials, "--findings", str(out / "findings_buggy.json")], out, "buggy")
     fixed, seconds["fixed"], _ = confirm([*trials, "--findings", str(out / "findings_fixed.json")], out, "fixed")
     lint, seconds["lint"], _ = confirm([*trials, str(TWINS)], out, "lint")
-    text = summarize(buggy, fixed, lint, seconds)
+    entries = []
+    for buggy_path, fixed_path in pairs("entry_"):
+        found = marker_findings(buggy_path)
+        for label, path, items in (("buggy", buggy_path, found), ("fixed", fixed_path, transplant(found, fixed_path))):
+            source = out / f"findings_{path.stem}.json"
+            source.write_text(json.dumps(items, indent=1), encoding="utf-8")
+            alone, _, _ = confirm([*trials, "--findings", str(source)], out, f"{path.stem}_alone")
+            run, spent, _ = confirm(
+                [*trials, "--findings", str(source), "--entry", entry_command(path)], out, path.stem
+            )
+            for item, own in zip(run, alone):
+                c = item["confirmation"]
+                rates = "; ".join(f"{m['method']} {m['observed']}/{m['trials']}" for m in c["methods"])
+                entries.append(
+                    f"- {path.name}:{item['location']['row']} {item['code']} ({label}): without --entry "
+                    f"{own['confirmation']['verdict']}; with --entry {c['verdict']} ({rates}; {c['seconds']:.1f} s)"
+                )
+    text = summarize(buggy, fixed, lint, seconds, entries)
     (out / "summary.md").write_text(text, encoding="utf-8")
     print(text)
     return 0

@@ -75,6 +75,18 @@ def resolve_stream(expr: str | None, frame: FrameType) -> "torch.cuda.Stream":
     return torch.cuda.current_stream()
 
 
+def capturing() -> bool:
+    """Inside ``torch.cuda.graph(...)`` capture synclint must neither synchronize (that alone
+    fails the capture, SYN502's very hazard) nor add kernels to the graph."""
+    return bool(torch.cuda.is_current_stream_capturing())
+
+
+def settle() -> None:
+    """Wait for all queued device work, unless a graph is being captured."""
+    if not capturing():
+        torch.cuda.synchronize()
+
+
 def hold_back(stream: "torch.cuda.Stream", cycles: int) -> None:
     """Enqueue a spin kernel on ``stream``: work enqueued after it on that stream starts late."""
     with torch.cuda.stream(stream):
@@ -112,7 +124,7 @@ def tensors_in(namespace: dict[str, Any]) -> dict[str, "torch.Tensor"]:
 def snapshot(tensors: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
     """Host copies of ``tensors`` once all queued work is done. On the host, so that keeping them
     does not change which blocks the caching allocator hands out in the next run."""
-    torch.cuda.synchronize()
+    settle()
     copies = {}
     for name, tensor in tensors.items():
         if tensor.layout != torch.strided or tensor.numel() > MAX_SNAPSHOT_ELEMENTS:
@@ -210,7 +222,12 @@ class Probe(Listener):
         method = self.spec["method"]
         if name.startswith("delay") or (name == "second" and not self.spec.get("delay")):
             self._window_open, self._window_closed = True, False
-        if self.delayed and name.startswith("delay") and self.delays < MAX_DELAYS_PER_RUN:
+        if (
+            self.delayed
+            and name.startswith("delay")
+            and self.delays < MAX_DELAYS_PER_RUN
+            and not capturing()
+        ):
             stream = resolve_stream(self.spec.get("delay_stream"), frame)
             if method == "lifetime":
                 self._watch_operands(frame, stream)
@@ -221,7 +238,7 @@ class Probe(Listener):
 
     def finished(self, frame: FrameType, lineno: int) -> None:
         if self.reference:
-            torch.cuda.synchronize()  # the reference run: no two lines of the file overlap
+            settle()  # the reference run: no two lines of the file overlap
             return
         if not self.delayed:
             return
@@ -229,16 +246,22 @@ class Probe(Listener):
         # (lifetime hazards play out after the use, so for them up to the end), so that a race
         # elsewhere in the file cannot be taken for this one.
         if not self._window_open or (self._window_closed and self.spec["method"] == "delay"):
-            torch.cuda.synchronize()
+            settle()
 
     def left(self, name: str, frame: FrameType) -> None:
         method = self.spec["method"]
         if name == "second":
             self._window_closed = True
-        if name == "second" and method == "lifetime" and self._watched and self._pending is None:
+        if (
+            name == "second"
+            and method == "lifetime"
+            and self._watched
+            and self._pending is None
+            and not capturing()
+        ):
             self._pending = torch.cuda.Event()
             self._pending.record(self._use_stream)
-        if name == "second" and method == "host-wait" and len(self.observations) < 4:
+        if name == "second" and method == "host-wait" and len(self.observations) < 4 and not capturing():
             for word in sorted(self._words_on_flagged_line()):
                 value = frame.f_locals.get(word, frame.f_globals.get(word))
                 if isinstance(value, torch.cuda.Event) and not value.query():
@@ -250,7 +273,7 @@ class Probe(Listener):
             self._compare_host_now(frame, "could read", "held after synchronizing")
 
     def line(self, frame: FrameType) -> None:
-        if self._pending is not None and self._watched and not self._pending.query():
+        if self._pending is not None and self._watched and not capturing() and not self._pending.query():
             self._scan_reuse(frame)
 
     def frame_exit(self, frame: FrameType, value: Any) -> None:
@@ -264,6 +287,8 @@ class Probe(Listener):
     def _compare_host_now(self, frame: FrameType, seen_word: str, later_word: str) -> None:
         """Copy the host tensors now, synchronize, and report any that changed meanwhile: only
         device work still in flight can have written them."""
+        if capturing():
+            return
         host = {
             n: t
             for n, t in tensors_in(dict(frame.f_locals)).items()
@@ -326,7 +351,11 @@ def run_once(
             tb = caught.__traceback__
     if watch.hook_error is not None and error is None:
         error = watch.hook_error
-    torch.cuda.synchronize()
+    try:
+        torch.cuda.synchronize()
+    except RuntimeError as failed:  # a CUDA error the program left behind
+        if error is None:
+            error, tb = failed, failed.__traceback__
     return probe, dict(watch.hits), error, tb
 
 
@@ -413,6 +442,16 @@ def _raised_at(spec: dict[str, Any], tb: Any) -> int | None:
     return line
 
 
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and those it was raised while handling: a failed graph capture surfaces as the
+    capture's end failing, with the flagged line's error as its context."""
+    chain: list[BaseException] = []
+    while error is not None and error not in chain and len(chain) < 8:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    return chain
+
+
 def exception_method(runner: TargetRunner, spec: dict[str, Any]) -> dict[str, Any]:
     """``exception``: PyTorch's own error at the flagged line (timing misuse, capture failure)."""
     result = new_result(spec)
@@ -426,13 +465,15 @@ def exception_method(runner: TargetRunner, spec: dict[str, Any]) -> dict[str, An
         _merge_hits(result, hits)
         record: dict[str, Any] = {"trial": trial, "seed": seed, "observed": False, "evidence": []}
         if error is not None:
-            line = _raised_at(spec, tb)
-            said = describe_error(error)
-            if line is not None and low <= line <= high and pattern.search(str(error)):
-                record["observed"] = True
-                record["evidence"] = [f"line {line} raised {said}"]
+            for candidate in _chain(error):
+                line = _raised_at(spec, candidate.__traceback__)
+                if line is not None and low <= line <= high and pattern.search(str(candidate)):
+                    record["observed"] = True
+                    record["evidence"] = [f"line {line} raised {describe_error(candidate)}"]
+                    break
             else:
-                record["error"] = f"{said} (raised at line {line})"
+                line = _raised_at(spec, tb)
+                record["error"] = f"{describe_error(error)} (raised at line {line})"
         result["trials"].append(record)
     return result
 

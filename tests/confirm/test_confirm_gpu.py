@@ -20,16 +20,16 @@ if not torch.cuda.is_available():  # pragma: no cover - CPU machines
     pytest.skip("no CUDA device", allow_module_level=True)
 
 pytestmark = pytest.mark.cuda
-CODES = ["SYN101", "SYN102", "SYN103", "SYN201", "SYN202", "SYN203", "SYN301", "SYN304"]
+CODES = ["SYN101", "SYN102", "SYN103", "SYN201", "SYN202", "SYN203", "SYN301", "SYN304", "SYN502"]
 
 
-def confirm(findings: list[dict], tmp_path, name: str, trials: int = 3) -> dict[str, dict]:
+def confirm(findings: list[dict], tmp_path, name: str, trials: int = 3, entry: str | None = None) -> dict[str, dict]:
     source = tmp_path / f"{name}-findings.json"
     source.write_text(json.dumps(findings))
     report = tmp_path / f"{name}-report.json"
     run = subprocess.run(
         [sys.executable, "-m", "synclint.confirm", "--findings", str(source), "--trials", str(trials),
-         "--output-format", "json", "--output-file", str(report)],
+         "--output-format", "json", "--output-file", str(report), *(["--entry", entry] if entry else [])],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     assert run.returncode in (0, 1), run.stdout + run.stderr
@@ -96,3 +96,18 @@ def test_holding_a_stream_back_lets_another_overtake_it() -> None:
             torch.mul(x, 1, out=y)  # no wait: overtakes the held-back fill
         torch.cuda.synchronize()
     assert float(y[0]) == 0.0 and float(x[0]) == 2.0
+
+
+def test_entry_point_reaches_a_method_synclint_cannot_call(twins, tmp_path) -> None:
+    """A race inside a method: not executable alone, confirmed through the script's own entry
+    point; the fixed twin through the same entry point is not."""
+    ((bad, good),) = twins.pairs("entry_")
+    found = twins.marker_findings(bad)
+    alone = confirm(found, tmp_path, "alone", trials=2)
+    assert alone["SYN101"]["confirmation"]["verdict"] == "not executable"
+    assert "method" in alone["SYN101"]["confirmation"]["summary"]
+    buggy = confirm(found, tmp_path, "entry-buggy", trials=3, entry=twins.entry_command(bad))
+    assert buggy["SYN101"]["confirmation"]["verdict"] == "confirmed", buggy["SYN101"]["confirmation"]
+    fixed = confirm(twins.transplant(found, good), tmp_path, "entry-fixed", trials=3,
+                    entry=twins.entry_command(good))
+    assert fixed["SYN101"]["confirmation"]["verdict"] == "not reproduced", fixed["SYN101"]["confirmation"]

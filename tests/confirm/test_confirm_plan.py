@@ -26,7 +26,7 @@ def marker_plan(twins, name: str):
 def test_every_buggy_twin_has_a_fixed_twin_with_the_same_line_count(twins) -> None:
     pairs = twins.pairs()
     assert {b.name.split("_")[0] for b, _ in pairs} >= {
-        "syn101", "syn102", "syn103", "syn201", "syn202", "syn203", "syn301", "syn304",
+        "syn101", "syn102", "syn103", "syn201", "syn202", "syn203", "syn301", "syn304", "syn502",
     }
     for buggy, fixed in pairs:
         assert fixed.exists(), fixed
@@ -152,3 +152,19 @@ def test_spec_carries_lines_and_trials(twins) -> None:
     spec = plan.spec("delay", trials=3, sleep_cycles=1000)
     assert spec["second"] == [13, 13] and spec["first"] == [10, 10] and spec["trials"] == 3
     assert spec["target"]["function"] == "main" and spec["file"].endswith("syn101_buggy.py")
+
+
+def test_entry_twins_name_their_entry_point_and_need_it(twins) -> None:
+    ((bad, good),) = twins.pairs("entry_")
+    assert good.exists() and twins.entry_command(bad).endswith("entry_syn101_buggy.py --steps 3")
+    (item,) = twins.marker_findings(bad)
+    plan = plan_finding(diagnostic_from_json(item, 0, Path.cwd()))
+    assert not plan.executable and "is a method" in plan.reason
+    entry = parse_entry(twins.entry_command(bad))
+    plan = plan_finding(diagnostic_from_json(item, 0, Path.cwd()), entry)
+    assert plan.executable and plan.target.kind == "script" and plan.delay == ((18, 18),)
+
+
+def test_capture_failure_is_confirmed_by_its_exception(twins) -> None:
+    plan = marker_plan(twins, "syn502_buggy.py")
+    assert plan.methods == ("exception",) and "captur" in plan.exception_pattern
