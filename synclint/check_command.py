@@ -16,6 +16,7 @@ from typing import Callable
 
 from synclint.config import ConfigError
 from synclint.discovery import Discoverer, PathError
+from synclint.fixer import split_lines
 from synclint.output import Report, render, summary, use_color
 from synclint.pipeline import FileResult
 from synclint.project import Overrides, Project
@@ -84,8 +85,8 @@ def _jobs(options: CheckOptions, project: Project, warn: Callable[[str], None]) 
 
 
 def _unified_diff(result: FileResult) -> str:
-    before = (result.original or "").splitlines(keepends=True)
-    after = (result.source or "").splitlines(keepends=True)
+    before = split_lines(result.original or "", keepends=True)
+    after = split_lines(result.source or "", keepends=True)
     lines = difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}")
     return "".join(
         line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"

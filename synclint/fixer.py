@@ -23,6 +23,18 @@ MAX_ROUNDS = 10
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """Lines as Python's tokenizer (and libcst) count them: only CR, LF and CRLF end a line.
+
+    ``str.splitlines`` also splits at form feeds and other separators, which would shift every
+    line number after one (form feeds are common page breaks in older code)."""
+    if not text:
+        return []
+    parts = re.split(r"(\r\n|\r|\n)", text)
+    lines = [a + b if keepends else a for a, b in zip(parts[0::2], parts[1::2] + [""])]
+    return lines if lines[-1] else lines[:-1]
+
+
 class LineIndex:
     """Maps 1-based (line, character column) positions to offsets in a text."""
 

@@ -283,3 +283,10 @@ def test_diagnostic_to_json_api(fake_rules, tmp_path):
 
     d = lint_text(SOURCE, "m.py", FileSettings(frozenset({"SYN901"}))).diagnostics[0]
     assert diagnostic_to_json(d, tmp_path)["filename"] == str(tmp_path / "m.py")
+
+
+def test_frames_count_lines_like_python_despite_form_feeds(project, cli, fake_rules):
+    write(project / "ff.py", "x = 1\n\x0c\ny = 2\nmarker()\n")
+    out = cli("ff.py", "--no-cache").out
+    assert " --> ff.py:4:1\n" in out
+    assert "4 | marker()\n  | ^^^^^^^^\n" in out

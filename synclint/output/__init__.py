@@ -53,7 +53,9 @@ class Report:
             except (OSError, UnicodeDecodeError):
                 return None
             self.sources = {**self.sources, path: text}
-        return text.splitlines()
+        from synclint.fixer import split_lines
+
+        return split_lines(text)
 
     def fixable(self) -> tuple[int, int]:
         """(applicable with the current options, hidden behind --unsafe-fixes)."""
