@@ -101,17 +101,59 @@ def _fix(result: FileResult, job: Job) -> None:
     result.diagnostics = outcome.diagnostics
 
 
+def _cache_hit(job: Job) -> FileResult | None:
+    """The cached result of a ``check`` job, looked up here: a hit needs no worker process."""
+    if job.mode != "check" or job.cache_dir is None:
+        return None
+    try:
+        data = job.data if job.data is not None else Path(job.path).read_bytes()
+        from synclint.cache import Cache
+
+        cache = Cache(Path(job.cache_dir))
+        hit = cache.get(cache.key(data, job.display, job.file_settings.cache_key()), job.display)
+        if hit is None:
+            return None
+        diagnostics, warnings = hit
+        source = decode(data, job.display).text if diagnostics else None
+        return FileResult(job.display, diagnostics, source, warnings=warnings)
+    except Exception:  # noqa: BLE001 - a cache problem is a miss; run_job reports real errors
+        return None
+
+
+def _size(job: Job) -> int:
+    if job.data is not None:
+        return len(job.data)
+    try:
+        return os.path.getsize(job.path)
+    except OSError:
+        return 0
+
+
 def run_jobs(jobs: list[Job], parallel: bool = True) -> list[FileResult]:
-    """Run every job; results in path order."""
-    results: list[FileResult] | None = None
+    """Run every job; results in path order.
+
+    Cache hits are answered in this process first, so a warm run over an unchanged tree starts no
+    workers; the misses go to the pool largest first in small chunks, so that one big file does not
+    finish last on one worker while the other idles."""
+    results: list[FileResult] = []
+    pending: list[Job] = []
+    for job in jobs:
+        hit = _cache_hit(job)
+        if hit is not None:
+            results.append(hit)
+        else:
+            pending.append(job)
+    done: list[FileResult] | None = None
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
-    if parallel and len(jobs) >= PARALLEL_THRESHOLD and workers > 1:
+    if parallel and len(pending) >= PARALLEL_THRESHOLD and workers > 1:
+        pending.sort(key=_size, reverse=True)
         try:
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                chunk = max(1, len(jobs) // (workers * 4))
-                results = list(pool.map(run_job, jobs, chunksize=chunk))
+                chunk = max(1, min(8, len(pending) // (workers * 16)))
+                done = list(pool.map(run_job, pending, chunksize=chunk))
         except (OSError, RuntimeError, ImportError):
-            results = None  # no worker processes here (sandbox, frozen app): go serial
-    if results is None:
-        results = [run_job(job) for job in jobs]
+            done = None  # no worker processes here (sandbox, frozen app): go serial
+    if done is None:
+        done = [run_job(job) for job in pending]
+    results.extend(done)
     return sorted(results, key=lambda r: r.path)
