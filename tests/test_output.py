@@ -290,3 +290,9 @@ def test_frames_count_lines_like_python_despite_form_feeds(project, cli, fake_ru
     out = cli("ff.py", "--no-cache").out
     assert " --> ff.py:4:1\n" in out
     assert "4 | marker()\n  | ^^^^^^^^\n" in out
+
+
+def test_unsafe_fixes_are_marked_fixable_with_unsafe_fixes(sample, cli):
+    lines = run_format(cli, "concise", "--unsafe-fixes").out.splitlines()
+    assert lines[1] == "pkg/mod.py:5:12: SYN902 [*] risky() called"
+    assert lines[-1] == "[*] 2 fixable with the `--fix` option."

@@ -57,6 +57,13 @@ class Report:
 
         return split_lines(text)
 
+    def applicable(self, d: Diagnostic) -> bool:
+        """Whether ``--fix`` (with the current ``--unsafe-fixes``) would apply ``d``'s fix: the
+        findings marked ``[*]``."""
+        return d.fix is not None and (
+            d.fix.applicability is Applicability.SAFE or self.unsafe_fixes
+        )
+
     def fixable(self) -> tuple[int, int]:
         """(applicable with the current options, hidden behind --unsafe-fixes)."""
         applicable = hidden = 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from synclint.diagnostics import Applicability
 from synclint.output import Report
 from synclint.output.style import Style
 
@@ -11,7 +10,7 @@ def render(report: Report) -> str:
     s = Style(report.color)
     lines = []
     for d in report.diagnostics:
-        mark = "[*] " if d.fix is not None and d.fix.applicability is Applicability.SAFE else ""
+        mark = "[*] " if report.applicable(d) else ""
         lines.append(
             f"{s.bold(d.path)}{s.cyan(':')}{d.span.start.line}{s.cyan(':')}{d.span.start.column}"
             f"{s.cyan(':')} {s.red(s.bold(d.code))} {mark}{d.message}"

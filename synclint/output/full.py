@@ -68,7 +68,7 @@ def frame(report: Report, path: str, span: Span, label: str, s: Style) -> list[s
 
 
 def render_one(report: Report, d: Diagnostic, s: Style) -> list[str]:
-    safe = d.fix is not None and d.fix.applicability is Applicability.SAFE
+    safe = report.applicable(d)
     header = f"{s.red(s.bold(d.code))} {s.green('[*] ') if safe else ''}{s.bold(d.message)}"
     out = [header]
     out.extend(frame(report, d.path, d.span, "", s))
