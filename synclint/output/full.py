@@ -61,7 +61,8 @@ def frame(report: Report, path: str, span: Span, label: str, s: Style) -> list[s
             length = max(1, _display_width(prefix + body) - start)
             carets = s.red("^" * length)
             out.append(
-                f"{gutter} {s.blue('|')} {' ' * start}{carets}{(' ' + s.red(label)) if label else ''}"
+                f"{gutter} {s.blue('|')} {' ' * start}{carets}"
+                + (f" {s.red(label)}" if label else "")
             )
     out.append(f"{gutter} {s.blue('|')}")
     return out

@@ -23,7 +23,8 @@ def _filename(path: str, root: Path) -> str:
 
 
 def diagnostic_to_json(d: Diagnostic, root: Path | str) -> dict[str, Any]:
-    """One finding as a JSON-ready dict; ``filename`` is absolute (paths are relative to ``root``)."""
+    """One finding as a JSON-ready dict; ``filename`` is absolute (``d.path`` is relative to
+    ``root``, or absolute)."""
     root = Path(root)
     return {
         "cell": None,
