@@ -49,14 +49,14 @@ def covering_sync(
             continue
         if op.index >= at.index:
             break
-        if not _covers(op, record, event_key, function):
+        if not _covers(op, record, event_key, parents):
             continue
         if dominates(op.node, at.node, parents):
             return op
     return None
 
 
-def _covers(op: Op, record: Op, event_key: Optional[str], function: FunctionModel) -> bool:
+def _covers(op: Op, record: Op, event_key: Optional[str], parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
     if op.kind == OpKind.HOST_SYNC:
         if op.sync_kind in _ALL_STREAM_SYNCS:
             return True
@@ -70,7 +70,7 @@ def _covers(op: Op, record: Op, event_key: Optional[str], function: FunctionMode
         if op.sync_kind in ("stream", "blocking-read") and op.target is not None:
             return op.target.key == record.stream.key
     if op.kind == OpKind.EVENT_QUERY and op.event is not None and op.event.key == event_key:
-        return polled_in_while(op.node, function.node)
+        return polled_in_while(op.node, parents)
     return False
 
 
@@ -119,24 +119,11 @@ def records_of(op: Op, event_key: str) -> list[Op]:
     return [r for r in op.recorded_by if r.event is not None and r.event.key == event_key]
 
 
-def polled_in_while(node: cst.CSTNode, root: cst.CSTNode) -> bool:
+def polled_in_while(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
     """Is ``node`` inside the test of a ``while`` loop (``while not end.query(): ...``)?"""
-    finder = _WhileTests(node)
-    walk(root, finder)
-    return finder.found
-
-
-class _WhileTests(cst.CSTVisitor):
-    def __init__(self, target: cst.CSTNode) -> None:
-        self.target = target
-        self.found = False
-
-    def visit_While(self, node: cst.While) -> None:
-        if _contains(node.test, self.target):
-            self.found = True
-
-
-def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
-    if tree is target:
-        return True
-    return any(_contains(child, target) for child in tree.children)
+    child, current = node, parents.get(node)
+    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Module)):
+        if isinstance(current, cst.While) and child is current.test:
+            return True
+        child, current = current, parents.get(current)
+    return False

@@ -39,18 +39,26 @@ class EventWaitIsNotHostSync(Rule):
         reported: set[int] = set()
         parents = parent_map(ctx)
         for function in functions(ctx):
-            for wait in function.ops_of(*WAITS):
+            waits = function.ops_of(*WAITS)
+            if not waits:
+                continue
+            # Only these later ops can show that the host needed the work: scan them, not all ops.
+            needs = [
+                op for op in function.ops
+                if (op.kind in (OpKind.HOST_READ, OpKind.HOST_WRITE) and op.pending)
+                or op.kind in (OpKind.HOST_CLOCK, OpKind.ELAPSED_TIME)
+            ]
+            own = {id(op) for op in function.ops}
+            for wait in waits:
                 if id(wait.node) in reported:
                     continue
-                need = self._host_need(ctx, function, wait, parents)
+                need = self._host_need(ctx, function, wait, parents, needs, own)
                 if need is not None:
                     reported.add(id(wait.node))
                     yield self._report_need(ctx, wait, *need)
                 elif self._orders_nothing(function, wait):
                     reported.add(id(wait.node))
                     yield self._report_useless(ctx, wait)
-
-    # -- the host needs the work finished ---------------------------------------------------------
 
     @staticmethod
     def _provable(ctx: RuleContext, later: Op, access) -> bool:
@@ -64,8 +72,10 @@ class EventWaitIsNotHostSync(Rule):
             and reads_values(ctx, later.site.node, access.storage.label)
         )
 
-    def _host_need(self, ctx: RuleContext, function: FunctionModel, wait: Op, parents) -> Optional[tuple[Op, str]]:
-        for later in function.ops:
+    def _host_need(
+        self, ctx: RuleContext, function: FunctionModel, wait: Op, parents, needs: list[Op], own: set[int]
+    ) -> Optional[tuple[Op, str]]:
+        for later in needs:
             if later.index <= wait.index:
                 continue
             if later.kind in (OpKind.HOST_READ, OpKind.HOST_WRITE):
@@ -82,7 +92,7 @@ class EventWaitIsNotHostSync(Rule):
             elif later.kind == OpKind.ELAPSED_TIME and len(later.events) == 2:
                 waited = wait.event.key if wait.event is not None else None
                 if later.events[1].key == waited:
-                    records = [r for r in records_of(later, waited) if any(r is o for o in function.ops)]
+                    records = [r for r in records_of(later, waited) if id(r) in own]
                     if records and not any(record_seen(function, r, later, parents) for r in records):
                         return later, "`elapsed_time` is asked"
         return None
@@ -135,11 +145,22 @@ class EventWaitIsNotHostSync(Rule):
             return False  # the caller's stream, or one used elsewhere: later work may follow
         if wait.block_stream is None or wait.block_stream.key != stream.key:
             return False
-        before = [op for op in function.ops if op.index < wait.index and op.kind in DEVICE_WORK
-                  and op.stream.key == stream.key and op.seq]
-        after = [op for op in function.ops if op.index > wait.index and op.stream.key == stream.key
-                 and (op.kind in DEVICE_WORK or op.kind in (OpKind.RECORD_EVENT, OpKind.WAIT_STREAM))]
-        return bool(before) and not after
+        on_stream = self._stream_ops(function).get(stream.key, ())
+        before = any(op.index < wait.index and op.kind in DEVICE_WORK and op.seq for op in on_stream)
+        after = any(op.index > wait.index for op in on_stream)
+        return before and not after
+
+    def _stream_ops(self, function: FunctionModel) -> dict[str, list[Op]]:
+        """Per stream: its device work, event records and stream waits (built once per function)."""
+        cache = self.__dict__.setdefault("_stream_ops_cache", {})
+        found = cache.get(id(function))
+        if found is None:
+            found = cache[id(function)] = {}
+            kinds = (*DEVICE_WORK, OpKind.RECORD_EVENT, OpKind.WAIT_STREAM)
+            for op in function.ops:
+                if op.kind in kinds:
+                    found.setdefault(op.stream.key, []).append(op)
+        return found
 
     def _report_useless(self, ctx: RuleContext, wait: Op) -> Diagnostic:
         message = (

@@ -34,12 +34,13 @@ class ElapsedTimeBeforeCompletion(Rule):
         by_node: dict[int, list] = {}
         parents = parent_map(ctx)
         for function in functions(ctx):
+            own = {id(o) for o in function.ops}
             for op in function.ops_of(OpKind.ELAPSED_TIME):
                 if len(op.events) != 2:
                     continue
                 end = op.events[1]
                 records = records_of(op, end.key)
-                if not all(any(r is o for o in function.ops) for r in records):
+                if not all(id(r) in own for r in records):
                     records = []  # recorded in another method: its caller's protocol decides
                 unseen = [r for r in records if not record_seen(function, r, op, parents)]
                 by_node.setdefault(id(op.node), []).append((op, records, unseen))

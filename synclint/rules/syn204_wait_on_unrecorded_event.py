@@ -34,14 +34,15 @@ class WaitOnUnrecordedEvent(Rule):
                 )
                 if is_wait and op.event is not None and op.event.key in created:
                     waits.setdefault(id(op.node), []).append(op)
+            records: dict[str, list] = {}
+            for r in function.ops_of(OpKind.RECORD_EVENT):
+                if r.event is not None:
+                    records.setdefault(r.event.key, []).append(r)
             for ops in waits.values():
                 if any(op.recorded_by for op in ops):
                     continue
                 wait = ops[0]
-                later = [
-                    r for r in function.ops_of(OpKind.RECORD_EVENT)
-                    if r.event is not None and r.event.key == wait.event.key and r.index > wait.index
-                ]
+                later = [r for r in records.get(wait.event.key, ()) if r.index > wait.index]
                 yield self._report(ctx, wait, created[wait.event.key], later[0] if later else None)
 
     def _report(self, ctx: RuleContext, wait, creation, record) -> Diagnostic:

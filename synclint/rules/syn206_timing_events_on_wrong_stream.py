@@ -24,10 +24,6 @@ def _single(records: list[Op]) -> Optional[Op]:
     return records[-1] if len(nodes) == 1 else None
 
 
-def _in(function: FunctionModel, op: Op) -> bool:
-    return any(op is other for other in function.ops)
-
-
 class TimingEventsOnWrongStream(Rule):
     code = "SYN206"
     name = "timing-events-on-wrong-stream"
@@ -37,6 +33,7 @@ class TimingEventsOnWrongStream(Rule):
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()
         for function in functions(ctx):
+            own = {id(o) for o in function.ops}
             for elapsed in function.ops_of(OpKind.ELAPSED_TIME):
                 if len(elapsed.events) != 2:
                     continue
@@ -44,7 +41,7 @@ class TimingEventsOnWrongStream(Rule):
                 end = _single(records_of(elapsed, elapsed.events[1].key))
                 if start is None or end is None or start.index >= end.index:
                     continue
-                if not (_in(function, start) and _in(function, end)):
+                if id(start) not in own or id(end) not in own:
                     continue  # recorded in other methods: the timeline here does not show the work
                 if id(end.node) in reported:
                     continue
