@@ -72,7 +72,10 @@ def test_syn202_adds_enable_timing_to_constructors() -> None:
         """,
         "SYN202",
         Applicability.SAFE,
-        ["torch.cuda.Event(enable_timing=True)", "torch.cuda.Event(blocking=True, enable_timing=True)"],
+        [
+            "torch.cuda.Event(enable_timing=True)",
+            "torch.cuda.Event(blocking=True, enable_timing=True)",
+        ],
     )
     assert lint_source(out) == []
 
@@ -137,7 +140,9 @@ def test_syn302_no_fix_for_a_chained_receiver() -> None:
     ],
 )
 def test_syn501_fixes_unambiguous_misuse(bad: str, good: str) -> None:
-    assert_fixed(f"import torch\ns = torch.cuda.Stream()\nx = {bad}\n", "SYN501", Applicability.SAFE, [good])
+    assert_fixed(
+        f"import torch\ns = torch.cuda.Stream()\nx = {bad}\n", "SYN501", Applicability.SAFE, [good]
+    )
 
 
 def test_syn501_no_fix_when_the_keyword_is_ambiguous_or_far() -> None:

@@ -58,7 +58,12 @@ def test_graph_capture_checks_only_the_captured_region() -> None:
 
 
 def test_graph_context_must_resolve_to_torch() -> None:
-    assert codes("from mylib import graph\nimport torch\nwith graph(g):\n    torch.cuda.synchronize()\n") == []
+    assert (
+        codes(
+            "from mylib import graph\nimport torch\nwith graph(g):\n    torch.cuda.synchronize()\n"
+        )
+        == []
+    )
 
 
 @pytest.mark.parametrize("code", MY_CODES)
@@ -69,7 +74,12 @@ def test_rule_page_examples(code: str) -> None:
     assert text.startswith(f"# {code}: {all_rules()[code].name}\n")
     sections = re.findall(r"^## (.+)$", text, re.M)
     assert sections == [
-        "What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Options",
+        "What it does",
+        "Why is this bad?",
+        "Example",
+        "Use instead",
+        "Fix safety",
+        "Options",
         "References",
     ]
     example, use_instead = re.findall(r"```python\n(.*?)```", text, re.S)

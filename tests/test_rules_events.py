@@ -89,7 +89,13 @@ def test_syn203_sync_in_one_branch_does_not_cover() -> None:
     """)
     (d,) = found(source, "SYN203")
     assert d.data["recorded"] == 9
-    assert found(source.replace("    if verbose:\n        end.synchronize()", "    end.synchronize()"), "SYN203") == []
+    assert (
+        found(
+            source.replace("    if verbose:\n        end.synchronize()", "    end.synchronize()"),
+            "SYN203",
+        )
+        == []
+    )
 
 
 def test_syn203_user_synchronizing_helper_counts() -> None:
@@ -140,14 +146,17 @@ def test_syn205_pure_cpu_region_is_quiet_and_cuda_region_is_not() -> None:
         return ids, time.perf_counter() - t0
     """)
     assert found(cpu, "SYN205") == []
-    gpu = cpu.replace("torch.tensor([tok(t) for t in texts])", "torch.tensor([tok(t) for t in texts]).cuda() * 2")
+    gpu = cpu.replace(
+        "torch.tensor([tok(t) for t in texts])", "torch.tensor([tok(t) for t in texts]).cuda() * 2"
+    )
     (d,) = found(gpu, "SYN205")
     assert d.data["clock"] == "time.perf_counter" and d.data["start"] == 6
 
 
 def test_syn205_blocking_read_before_end_counts_as_sync() -> None:
-    assert found(
-        """
+    assert (
+        found(
+            """
         import time
         import torch
 
@@ -157,8 +166,10 @@ def test_syn205_blocking_read_before_end_counts_as_sync() -> None:
             loss = out.sum().cpu()
             return loss, time.time() - t0
         """,
-        "SYN205",
-    ) == []
+            "SYN205",
+        )
+        == []
+    )
 
 
 def test_syn206_work_on_parameter_stream_is_not_judged() -> None:

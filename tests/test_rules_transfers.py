@@ -48,21 +48,26 @@ def test_device_and_pinned_inference(setup: str, device, pinned) -> None:
     assert facts is not None and (facts.device, facts.pinned) == (device, pinned)
 
 
-@pytest.mark.parametrize("setup", ["x = model", "def f(x):\n    return x", "x = foo()", "x = [1, 2]"])
+@pytest.mark.parametrize(
+    "setup", ["x = model", "def f(x):\n    return x", "x = foo()", "x = [1, 2]"]
+)
 def test_unknown_values_are_not_tensors(setup: str) -> None:
     assert facts_of(f"import torch\n{setup}\n", "x") is None
 
 
 def test_h2d_non_blocking_then_item_is_a_blocking_read_not_syn301() -> None:
-    assert codes(
-        """
+    assert (
+        codes(
+            """
         import torch
 
         def first(labels):
             dev = torch.as_tensor(labels).pin_memory().to("cuda", non_blocking=True)
             return dev.to("cuda", non_blocking=True).item()
         """
-    ) == []
+        )
+        == []
+    )
 
 
 def test_syn301_views_and_metadata_are_not_reads() -> None:
@@ -99,8 +104,9 @@ def test_syn301_data_names_the_copy_and_the_read() -> None:
 
 
 def test_syn302_nn_module_to_is_in_place() -> None:
-    assert codes(
-        """
+    assert (
+        codes(
+            """
         import torch
         from torch import nn
 
@@ -110,7 +116,9 @@ def test_syn302_nn_module_to_is_in_place() -> None:
             m.cuda()
             return m
         """
-    ) == []
+        )
+        == []
+    )
 
 
 def test_syn303_custom_collate_or_unbatched_loader_is_not_judged() -> None:

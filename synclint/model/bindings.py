@@ -141,7 +141,11 @@ class _BindingCollector(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         # ``xs.append(v)`` / ``xs.insert(i, v)`` put ``v`` into the container ``xs``.
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in {"append", "insert"} and node.args:
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in {"append", "insert"}
+            and node.args
+        ):
             key = key_of(func.value, self.self_name)
             if key:
                 self.bindings.setdefault(key + "[]", []).append(node.args[-1].value)
@@ -172,7 +176,9 @@ class Scope:
         if not isinstance(self.node, cst.FunctionDef):
             return frozenset()
         params = self.node.params
-        names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+        names = [
+            p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        ]
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 names.append(star.name.value)
@@ -264,7 +270,9 @@ class Bindings:
             return
         yield expr
 
-    def _elements(self, container: Value, at: cst.CSTNode, depth: int) -> Iterator[cst.BaseExpression]:
+    def _elements(
+        self, container: Value, at: cst.CSTNode, depth: int
+    ) -> Iterator[cst.BaseExpression]:
         if depth > _MAX_DEPTH:
             raise Unknown
         if isinstance(container, cst.BaseExpression):
@@ -290,7 +298,9 @@ class Bindings:
                     else:
                         raise Unknown
                 return
-            if isinstance(container, cst.BinaryOperation) and isinstance(container.operator, cst.Multiply):
+            if isinstance(container, cst.BinaryOperation) and isinstance(
+                container.operator, cst.Multiply
+            ):
                 for side in (container.left, container.right):
                     if isinstance(side, (cst.List, cst.Tuple)):
                         yield from self._elements(side, at, depth + 1)
@@ -332,7 +342,9 @@ class Bindings:
     def call_results(self, call: cst.Call, at: cst.CSTNode) -> list[cst.BaseExpression]:
         """What a call to a function or method defined in this file may return (its returns'
         origins). Raises :class:`Unknown` for any other callee."""
-        values = self.lookup(call.func, at) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+        values = (
+            self.lookup(call.func, at) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+        )
         if not values or not all(isinstance(v, ReturnOf) for v in values):
             raise Unknown
         return [leaf for v in values for leaf in self._returns(v.function, 0)]
@@ -345,7 +357,9 @@ class Bindings:
         for value in collector.values:
             yield from self._origins(value, value, depth + 1)
 
-    def lookup(self, expr: cst.BaseExpression, at: cst.CSTNode, suffix: str = "") -> list[Value] | None:
+    def lookup(
+        self, expr: cst.BaseExpression, at: cst.CSTNode, suffix: str = ""
+    ) -> list[Value] | None:
         """The values bound to ``expr`` (plus ``suffix``) in the scopes visible from ``at``.
 
         Returns None for a name bound nowhere in this file (an import, a builtin); raises
@@ -367,7 +381,9 @@ class Bindings:
         # Closures: walk out through enclosing functions to the module.
         scope_node: cst.CSTNode | None = function
         while scope_node is not None:
-            fn_self = first_parameter(scope_node) if scope_node is function and cls is not None else None
+            fn_self = (
+                first_parameter(scope_node) if scope_node is function and cls is not None else None
+            )
             scope = self._scope(scope_node, fn_self)
             head = key.split(".")[0].split("[")[0]
             if key in scope.bindings:

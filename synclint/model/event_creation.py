@@ -25,6 +25,7 @@ from synclint.model.torchapi import (
     literal_bool,
 )
 
+
 @dataclass(frozen=True)
 class EventCreation:
     call: cst.Call  # the call to fix: the constructor, the ``partial(...)`` or ``record_event()``
@@ -49,7 +50,9 @@ class EventCreations:
         except Unknown:
             return None
 
-    def _classify(self, leaf: cst.BaseExpression, at: cst.CSTNode, depth: int) -> list[EventCreation]:
+    def _classify(
+        self, leaf: cst.BaseExpression, at: cst.CSTNode, depth: int
+    ) -> list[EventCreation]:
         if depth > 6 or not isinstance(leaf, cst.Call):
             raise Unknown
         qualname = self.names.qualname(leaf.func)
@@ -101,4 +104,6 @@ class EventCreations:
             timing = None  # positional arguments through a partial: don't guess
         else:
             timing = False
-        return EventCreation(factory, "partial", qualname, timing, keyword(factory, "enable_timing"))
+        return EventCreation(
+            factory, "partial", qualname, timing, keyword(factory, "enable_timing")
+        )

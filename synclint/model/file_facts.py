@@ -43,11 +43,15 @@ def bindings(ctx: "RuleContext") -> Bindings:
 
 
 def event_creations(ctx: "RuleContext") -> EventCreations:
-    return _cached(ctx, "_facts_events", lambda: EventCreations(import_resolver(ctx), bindings(ctx)))
+    return _cached(
+        ctx, "_facts_events", lambda: EventCreations(import_resolver(ctx), bindings(ctx))
+    )
 
 
 def tensor_facts(ctx: "RuleContext") -> TensorFactsResolver:
-    return _cached(ctx, "_facts_tensors", lambda: TensorFactsResolver(import_resolver(ctx), bindings(ctx)))
+    return _cached(
+        ctx, "_facts_tensors", lambda: TensorFactsResolver(import_resolver(ctx), bindings(ctx))
+    )
 
 
 def ancestors(ctx: "RuleContext", node: cst.CSTNode):

@@ -12,11 +12,10 @@ loop.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Optional
+from typing import Mapping, Optional
 
 import libcst as cst
 
-from synclint.cstwalk import walk
 from synclint.model import FunctionModel, Op, OpKind
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
@@ -56,7 +55,9 @@ def covering_sync(
     return None
 
 
-def _covers(op: Op, record: Op, event_key: Optional[str], parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+def _covers(
+    op: Op, record: Op, event_key: Optional[str], parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
     if op.kind == OpKind.HOST_SYNC:
         if op.sync_kind in _ALL_STREAM_SYNCS:
             return True
@@ -78,7 +79,9 @@ def _covers(op: Op, record: Op, event_key: Optional[str], parents: Mapping[cst.C
 _CONDITIONAL = (cst.If, cst.Else, cst.ExceptHandler, cst.IfExp, cst.BooleanOperation, cst.MatchCase)
 
 
-def dominates(first: cst.CSTNode, second: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+def dominates(
+    first: cst.CSTNode, second: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
     """Does every path to ``second`` pass ``first`` (ignoring exceptions; loops run)? True when each
     conditional construct around ``first`` also contains ``second``."""
     around_second = set()

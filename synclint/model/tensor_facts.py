@@ -35,7 +35,9 @@ TENSOR_ONLY_METHODS = frozenset({"detach", "contiguous"})
 VIEW_METHODS = frozenset("view view_as narrow select expand transpose unbind as_strided".split())
 #: ``torch.<name>(...)`` functions that return a tensor on their inputs' device.
 TORCH_OPS = frozenset("cat stack matmul add mul where argmax softmax sigmoid relu bmm mm".split())
-_PINNED_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+_PINNED_LOADERS = frozenset(
+    {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+)
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,9 @@ class TensorFactsResolver:
         self.bindings = bindings
         self._active: set[int] = set()
 
-    def facts(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> TensorFacts | None:
+    def facts(
+        self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0
+    ) -> TensorFacts | None:
         """Facts about ``expr`` when it is known to be a tensor; None when it may not be one."""
         if depth > 8:
             return None
@@ -178,8 +182,13 @@ class TensorFactsResolver:
         pinned = literal_bool(pinned_arg.value) if pinned_arg is not None else False
         if name in FACTORIES or name == "from_numpy":
             if device_arg is None:
-                return TensorFacts("cpu", pinned, f"`torch.{name}` without `pin_memory=True`"
-                                   if not pinned else f"`torch.{name}(..., pin_memory=True)`")
+                return TensorFacts(
+                    "cpu",
+                    pinned,
+                    f"`torch.{name}` without `pin_memory=True`"
+                    if not pinned
+                    else f"`torch.{name}(..., pin_memory=True)`",
+                )
             device = self.target_device(device_arg.value, at)
             return TensorFacts(device, pinned if device == "cpu" else None, f"`torch.{name}`")
         if name in LIKE_FACTORIES and call.args:
@@ -192,7 +201,9 @@ class TensorFactsResolver:
         if name in TORCH_OPS:
             first = self.facts(call.args[0].value, at, depth + 1) if call.args else None
             if first is not None and first.device is not None and name not in ("cat", "stack"):
-                return TensorFacts(first.device, False if first.device == "cpu" else None, f"`torch.{name}`")
+                return TensorFacts(
+                    first.device, False if first.device == "cpu" else None, f"`torch.{name}`"
+                )
             return UNKNOWN_TENSOR
         return None
 
@@ -208,7 +219,11 @@ class TensorFactsResolver:
                 return TensorFacts("cuda", None, "`.cuda()`")
             if name == "cpu":
                 # From the GPU: a new pageable tensor; already on the CPU: the tensor itself.
-                pinned = False if base.device == "cuda" else (base.pinned if base.device == "cpu" else None)
+                pinned = (
+                    False
+                    if base.device == "cuda"
+                    else (base.pinned if base.device == "cpu" else None)
+                )
                 return TensorFacts("cpu", pinned, "`.cpu()`")
             target = keyword(call, "device") or (call.args[0] if call.args else None)
             if target is None:
@@ -221,8 +236,9 @@ class TensorFactsResolver:
             if device is not None and device == base.device:
                 return base  # .to() to where it already is returns the tensor itself
             pinned_arg = keyword(call, "pin_memory")
-            return TensorFacts(device, False if device == "cpu" and pinned_arg is None else None,
-                               "`.to(...)`")
+            return TensorFacts(
+                device, False if device == "cpu" and pinned_arg is None else None, "`.to(...)`"
+            )
         if name in VIEW_METHODS:
             return self.facts(receiver, at, depth + 1)
         if name in SAME_DEVICE_METHODS:
@@ -240,7 +256,10 @@ class TensorFactsResolver:
             return None
         values = set()
         for leaf in leaves:
-            if not isinstance(leaf, cst.Call) or self.names.qualname(leaf.func) not in _PINNED_LOADERS:
+            if (
+                not isinstance(leaf, cst.Call)
+                or self.names.qualname(leaf.func) not in _PINNED_LOADERS
+            ):
                 return None
             arg = keyword(leaf, "pin_memory")
             values.add(False if arg is None else literal_bool(arg.value))

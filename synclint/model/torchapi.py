@@ -42,7 +42,12 @@ STREAM_PARAMETERS = {
     "torch.Stream": ("device", "priority"),
 }
 DEFAULT_STREAM_PARAMETERS = (
-    "device", "priority", "stream_id", "device_index", "device_type", "stream_ptr"
+    "device",
+    "priority",
+    "stream_id",
+    "device_index",
+    "device_type",
+    "stream_ptr",
 )
 #: How many of a stream constructor's parameters may be passed positionally.
 STREAM_POSITIONAL = 2

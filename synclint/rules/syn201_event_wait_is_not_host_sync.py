@@ -22,8 +22,8 @@ from synclint.model import FunctionModel, Op, OpKind
 from synclint.model.file_facts import parent_map
 from synclint.model.host_queries import DEVICE_WORK, record_seen, records_of, unseen_cuda_work
 from synclint.rules._common import functions, is_identifier_path
-from synclint.rules.syn301_non_blocking_d2h_read_before_sync import host_destination, reads_values
 from synclint.rules.base import FixKind, Rule, RuleContext
+from synclint.rules.syn301_non_blocking_d2h_read_before_sync import host_destination, reads_values
 
 WAITS = (OpKind.WAIT_EVENT, OpKind.WORK_WAIT)
 
@@ -44,7 +44,8 @@ class EventWaitIsNotHostSync(Rule):
                 continue
             # Only these later ops can show that the host needed the work: scan them, not all ops.
             needs = [
-                op for op in function.ops
+                op
+                for op in function.ops
                 if (op.kind in (OpKind.HOST_READ, OpKind.HOST_WRITE) and op.pending)
                 or op.kind in (OpKind.HOST_CLOCK, OpKind.ELAPSED_TIME)
             ]
@@ -73,27 +74,42 @@ class EventWaitIsNotHostSync(Rule):
         )
 
     def _host_need(
-        self, ctx: RuleContext, function: FunctionModel, wait: Op, parents, needs: list[Op], own: set[int]
+        self,
+        ctx: RuleContext,
+        function: FunctionModel,
+        wait: Op,
+        parents,
+        needs: list[Op],
+        own: set[int],
     ) -> Optional[tuple[Op, str]]:
         for later in needs:
             if later.index <= wait.index:
                 continue
             if later.kind in (OpKind.HOST_READ, OpKind.HOST_WRITE):
-                pending = [a for a in later.pending if a.op.index < wait.index and self._provable(ctx, later, a)]
+                pending = [
+                    a
+                    for a in later.pending
+                    if a.op.index < wait.index and self._provable(ctx, later, a)
+                ]
                 if pending:
                     label = pending[0].storage.label
                     verb = "reads" if later.kind == OpKind.HOST_READ else "writes"
                     return later, f"the host {verb} `{label}`"
             elif later.kind == OpKind.HOST_CLOCK:
                 clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < wait.index]
-                if clocks and [w for w in unseen_cuda_work(function, clocks[-1].index, later)
-                               if w.index < wait.index]:
+                if clocks and [
+                    w
+                    for w in unseen_cuda_work(function, clocks[-1].index, later)
+                    if w.index < wait.index
+                ]:
                     return later, f"`{later.clock}()` is read"
             elif later.kind == OpKind.ELAPSED_TIME and len(later.events) == 2:
                 waited = wait.event.key if wait.event is not None else None
                 if later.events[1].key == waited:
                     records = [r for r in records_of(later, waited) if id(r) in own]
-                    if records and not any(record_seen(function, r, later, parents) for r in records):
+                    if records and not any(
+                        record_seen(function, r, later, parents) for r in records
+                    ):
                         return later, "`elapsed_time` is asked"
         return None
 
@@ -105,7 +121,9 @@ class EventWaitIsNotHostSync(Rule):
             f"{ctx.line(later.site.node)} before the work has finished; synchronize the host instead"
         )
         return ctx.diagnostic(
-            self, call, message,
+            self,
+            call,
+            message,
             related=[(later.site.node, "the host needs the work finished here")],
             fix=self._fix(ctx, wait),
             data={"wait": ctx.code_for(call), "need": ctx.line(later.site.node)},
@@ -117,8 +135,12 @@ class EventWaitIsNotHostSync(Rule):
         if wait.kind != OpKind.WAIT_EVENT or not isinstance(call, cst.Call):
             return None
         statement = ctx.positions.statement(call)
-        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-                and isinstance(statement.body[0], cst.Expr) and statement.body[0].value is call):
+        if not (
+            isinstance(statement, cst.SimpleStatementLine)
+            and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Expr)
+            and statement.body[0].value is call
+        ):
             return None
         func = call.func
         if not isinstance(func, cst.Attribute):
@@ -132,8 +154,12 @@ class EventWaitIsNotHostSync(Rule):
         text = ctx.code_for(event)
         if not is_identifier_path(text):
             return None
-        return ctx.replace(call, f"{text}.synchronize()", f"Block the host: `{text}.synchronize()`",
-                           Applicability.UNSAFE)
+        return ctx.replace(
+            call,
+            f"{text}.synchronize()",
+            f"Block the host: `{text}.synchronize()`",
+            Applicability.UNSAFE,
+        )
 
     # -- nothing after the wait can be ordered by it --------------------------------------------
 
@@ -146,7 +172,9 @@ class EventWaitIsNotHostSync(Rule):
         if wait.block_stream is None or wait.block_stream.key != stream.key:
             return False
         on_stream = self._stream_ops(function).get(stream.key, ())
-        before = any(op.index < wait.index and op.kind in DEVICE_WORK and op.seq for op in on_stream)
+        before = any(
+            op.index < wait.index and op.kind in DEVICE_WORK and op.seq for op in on_stream
+        )
         after = any(op.index > wait.index for op in on_stream)
         return before and not after
 

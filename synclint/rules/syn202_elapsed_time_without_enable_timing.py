@@ -73,7 +73,9 @@ class ElapsedTimeWithoutEnableTiming(Rule):
             if creation.timing_arg is not None:
                 edits.append(Edit(ctx.span(creation.timing_arg.value), "True"))
             else:
-                edits.append(Edit(ctx.span(creation.call), ctx.code_for(with_timing(creation.call))))
+                edits.append(
+                    Edit(ctx.span(creation.call), ctx.code_for(with_timing(creation.call)))
+                )
         return Fix("Create the event with `enable_timing=True`", Applicability.SAFE, tuple(edits))
 
 
@@ -81,13 +83,16 @@ def with_timing(call: cst.Call) -> cst.Call:
     """``call`` with ``enable_timing=True`` appended to its arguments."""
     args = list(call.args)
     if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args[-1] = args[-1].with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
     args.append(
         cst.Arg(
             keyword=cst.Name("enable_timing"),
             value=cst.Name("True"),
             equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+                whitespace_before=cst.SimpleWhitespace(""),
+                whitespace_after=cst.SimpleWhitespace(""),
             ),
         )
     )

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+import libcst as cst
+
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import OpKind
 from synclint.model.file_facts import parent_map
@@ -19,8 +21,6 @@ from synclint.model.host_queries import record_seen, records_of
 from synclint.rules._common import functions, is_identifier_path
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn205_host_timer_without_sync import insert_sync
-
-import libcst as cst
 
 
 class ElapsedTimeBeforeCompletion(Rule):
@@ -63,10 +63,16 @@ class ElapsedTimeBeforeCompletion(Rule):
             f"call `{end_text or 'end'}.synchronize()` first"
         )
         fix = None
-        if end_text and is_identifier_path(end_text) and not _bound_in_comprehension(ctx, call, end_text):
+        if (
+            end_text
+            and is_identifier_path(end_text)
+            and not _bound_in_comprehension(ctx, call, end_text)
+        ):
             fix = insert_sync(ctx, call, f"{end_text}.synchronize()", Applicability.UNSAFE)
         return ctx.diagnostic(
-            self, call, message,
+            self,
+            call,
+            message,
             related=[(record.node, "end event recorded here")],
             fix=fix,
             data={"event": end_text, "recorded": ctx.line(record.node)},

@@ -62,5 +62,10 @@ class WaitOnUnrecordedEvent(Rule):
                 "stream first"
             )
             related = [(creation.node, "event created here")]
-        return ctx.diagnostic(self, wait.node, message, related=related,
-                              data={"event": name, "recorded_after": bool(record)})
+        return ctx.diagnostic(
+            self,
+            wait.node,
+            message,
+            related=related,
+            data={"event": name, "recorded_after": bool(record)},
+        )

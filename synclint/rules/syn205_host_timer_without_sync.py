@@ -24,7 +24,9 @@ from synclint.rules.base import FixKind, Rule, RuleContext
 class HostTimerWithoutSync(Rule):
     code = "SYN205"
     name = "host-timer-without-sync"
-    summary = "a host clock delta around CUDA work with no host synchronization before the end reading"
+    summary = (
+        "a host clock delta around CUDA work with no host synchronization before the end reading"
+    )
     fix_kind = FixKind.UNSAFE
     triggers = ("time", "timer")
     #: Host clocks resolve to ``time.*`` or ``timeit.*``: the identifier ``time`` or ``timeit`` must
@@ -57,13 +59,18 @@ class HostTimerWithoutSync(Rule):
             self,
             end.node,
             message,
-            related=[(start.node, "first reading"), (work.site.node, "CUDA work not yet synchronized")],
+            related=[
+                (start.node, "first reading"),
+                (work.site.node, "CUDA work not yet synchronized"),
+            ],
             fix=insert_sync(ctx, end.node, "torch.cuda.synchronize()", Applicability.UNSAFE),
             data={"clock": clock, "start": ctx.line(start.node), "work": ctx.line(work.site.node)},
         )
 
 
-def insert_sync(ctx: RuleContext, node: cst.CSTNode, text: str, applicability: Applicability) -> Fix | None:
+def insert_sync(
+    ctx: RuleContext, node: cst.CSTNode, text: str, applicability: Applicability
+) -> Fix | None:
     """Insert ``text`` (spelled with the file's name for ``torch``) on its own line before the simple
     statement holding ``node``; None where that place is ambiguous (compound headers, one-line
     suites, files without ``import torch``)."""
@@ -73,4 +80,6 @@ def insert_sync(ctx: RuleContext, node: cst.CSTNode, text: str, applicability: A
     if not isinstance(ctx.positions.statement(node), cst.SimpleStatementLine):
         return None
     text = text.replace("torch.", f"{torch}.", 1) if text.startswith("torch.") else text
-    return ctx.insert_before_statement(node, text, f"Insert `{text}` before this line", applicability)
+    return ctx.insert_before_statement(
+        node, text, f"Insert `{text}` before this line", applicability
+    )

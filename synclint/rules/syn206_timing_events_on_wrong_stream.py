@@ -53,8 +53,11 @@ class TimingEventsOnWrongStream(Rule):
     def _misplaced_work(self, function: FunctionModel, start: Op, end: Op) -> list[Op]:
         if start.stream.key != end.stream.key:
             return []
-        timed = [op for op in function.ops
-                 if start.index < op.index < end.index and op.kind in DEVICE_WORK and op.seq]
+        timed = [
+            op
+            for op in function.ops
+            if start.index < op.index < end.index and op.kind in DEVICE_WORK and op.seq
+        ]
         if not timed or any(op.stream.key == end.stream.key for op in timed):
             return []
         if not all(end.stream.distinct_from(op.stream) for op in timed):
@@ -72,7 +75,12 @@ class TimingEventsOnWrongStream(Rule):
             f"events on {where}"
         )
         return ctx.diagnostic(
-            self, end.node, message,
-            related=[(start.node, "start event recorded here"), (work[0].site.node, f"timed work on {where}")],
+            self,
+            end.node,
+            message,
+            related=[
+                (start.node, "start event recorded here"),
+                (work[0].site.node, f"timed work on {where}"),
+            ],
             data={"recorded_on": end.stream.short, "work_on": work[0].stream.short},
         )

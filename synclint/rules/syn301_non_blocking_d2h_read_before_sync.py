@@ -60,8 +60,24 @@ def host_destination(ctx: RuleContext, copy_node) -> bool:
 
 #: Builtins that read a tensor's values on the host when handed one.
 _READING_BUILTINS = frozenset(
-    {"print", "float", "int", "bool", "str", "repr", "format", "complex", "list", "tuple", "sum",
-     "max", "min", "sorted", "any", "all"}
+    {
+        "print",
+        "float",
+        "int",
+        "bool",
+        "str",
+        "repr",
+        "format",
+        "complex",
+        "list",
+        "tuple",
+        "sum",
+        "max",
+        "min",
+        "sorted",
+        "any",
+        "all",
+    }
 )
 
 
@@ -129,8 +145,10 @@ class NonBlockingD2HReadBeforeSync(Rule):
                 if id(read.site.node) in reported:
                     continue
                 copies = [
-                    a for a in in_flight_copies(read, "dst")
-                    if a.storage.on_host and host_destination(ctx, a.op.site.node)
+                    a
+                    for a in in_flight_copies(read, "dst")
+                    if a.storage.on_host
+                    and host_destination(ctx, a.op.site.node)
                     and reads_values(ctx, read.site.node, a.storage.label)
                 ]
                 if not copies or _maybe_no_op_conversion(read.site.node):
@@ -151,13 +169,19 @@ class NonBlockingD2HReadBeforeSync(Rule):
             "after the copy) before reading it"
         )
         return ctx.diagnostic(
-            self, read.site.node, message,
+            self,
+            read.site.node,
+            message,
             related=[(copy_op.node, "non-blocking device-to-host copy")],
             fix=insert_sync(ctx, read.site.node, fix_text, Applicability.UNSAFE),
             data={
                 "tensor": label,
                 "hazard": "host-read-before-copy",
-                "first": {"stream": copy_op.stream.short, "line": ctx.line(copy_op.node), "access": "write"},
+                "first": {
+                    "stream": copy_op.stream.short,
+                    "line": ctx.line(copy_op.node),
+                    "access": "write",
+                },
                 "second": {"stream": "host", "line": ctx.line(read.site.node), "access": "read"},
             },
         )

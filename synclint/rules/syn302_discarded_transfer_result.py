@@ -12,8 +12,8 @@ from typing import Iterable
 
 import libcst as cst
 
-from synclint.cstwalk import walk
 from synclint.astscan import has_bare_method_call
+from synclint.cstwalk import walk
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model.file_facts import tensor_facts
 from synclint.rules.base import FixKind, Rule, RuleContext
@@ -62,7 +62,9 @@ class DiscardedTransferResult(Rule):
                     f"Assign the result back to `{receiver}`",
                     Applicability.UNSAFE,
                 )
-            yield ctx.diagnostic(self, call, message, fix=fix, data={"tensor": receiver, "method": method})
+            yield ctx.diagnostic(
+                self, call, message, fix=fix, data={"tensor": receiver, "method": method}
+            )
 
 
 def _plain(node: cst.BaseExpression) -> bool:

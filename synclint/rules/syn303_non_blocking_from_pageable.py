@@ -48,7 +48,8 @@ class NonBlockingFromPageable(Rule):
                 if why:
                     reported.add(id(op.node))
                     yield ctx.diagnostic(
-                        self, op.node,
+                        self,
+                        op.node,
                         f"`{ctx.code_for(source)}` is pageable memory ({why}): a `non_blocking=True` "
                         "copy from it is staged synchronously and overlaps nothing; pin it "
                         "(`pin_memory=True` / `.pin_memory()`) or drop `non_blocking`",
@@ -94,7 +95,12 @@ class NonBlockingFromPageable(Rule):
         return loaders[0]
 
     def _pageable_loader(self, ctx: RuleContext, expr, at) -> Optional[cst.Call]:
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "enumerate" and expr.args:
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Name)
+            and expr.func.value == "enumerate"
+            and expr.args
+        ):
             expr = expr.args[0].value
         try:
             leaves = bindings(ctx).origins(expr, at)
@@ -108,7 +114,11 @@ class NonBlockingFromPageable(Rule):
         if any(a.star for a in call.args) or keyword(call, "collate_fn") is not None:
             return None
         batch_size = keyword(call, "batch_size")
-        if batch_size is not None and isinstance(batch_size.value, cst.Name) and batch_size.value.value == "None":
+        if (
+            batch_size is not None
+            and isinstance(batch_size.value, cst.Name)
+            and batch_size.value.value == "None"
+        ):
             return None
         pin = keyword(call, "pin_memory")
         if pin is None or (isinstance(pin.value, cst.Name) and pin.value.value == "False"):

@@ -49,13 +49,19 @@ class PinnedSourceMutatedInFlight(Rule):
             "recorded after the copy) before refilling it"
         )
         return ctx.diagnostic(
-            self, write.site.node, message,
+            self,
+            write.site.node,
+            message,
             related=[(copy_op.node, "non-blocking copy from the pinned buffer")],
             fix=insert_sync(ctx, write.site.node, fix_text, Applicability.UNSAFE),
             data={
                 "tensor": label,
                 "hazard": "host-write-during-copy",
-                "first": {"stream": copy_op.stream.short, "line": ctx.line(copy_op.node), "access": "read"},
+                "first": {
+                    "stream": copy_op.stream.short,
+                    "line": ctx.line(copy_op.node),
+                    "access": "read",
+                },
                 "second": {"stream": "host", "line": ctx.line(write.site.node), "access": "write"},
             },
         )

@@ -50,7 +50,8 @@ class InvalidStreamApi(Rule):
             qualname = names.qualname(call.func)
             if qualname in STREAM_CONTEXTS and not call.args:
                 yield ctx.diagnostic(
-                    self, call,
+                    self,
+                    call,
                     f"`{ctx.code_for(call.func)}()` needs the stream to make current; without one it "
                     "raises TypeError (pass `None` explicitly for a no-op)",
                     data={"misuse": "stream-without-argument"},
@@ -72,20 +73,24 @@ class InvalidStreamApi(Rule):
         fix = None
         if isinstance(call.func, cst.Attribute):
             fix = Fix(
-                f"Use `{right.rsplit('.', 1)[1]}`", Applicability.SAFE,
+                f"Use `{right.rsplit('.', 1)[1]}`",
+                Applicability.SAFE,
                 (Edit(ctx.span(call.func.attr), "Event"),),
             )
         return ctx.diagnostic(
-            self, call,
+            self,
+            call,
             f"`{qualname}` does not exist (AttributeError); the event class is `{right}`",
-            fix=fix, data={"misuse": "no-such-function", "replacement": right},
+            fix=fix,
+            data={"misuse": "no-such-function", "replacement": right},
         )
 
     def _keywords(self, ctx, call: cst.Call, qualname: str, params, max_positional: int, kind: str):
         short = qualname.rsplit(".", 1)[1]
         if len(positional(call)) > max_positional and not has_star_args(call):
             yield ctx.diagnostic(
-                self, call,
+                self,
+                call,
                 f"`{short}` takes at most {max_positional} positional arguments "
                 f"({', '.join(params[:max_positional])}); this call raises TypeError",
                 data={"misuse": "too-many-arguments"},
@@ -98,13 +103,18 @@ class InvalidStreamApi(Rule):
             hint = f"; did you mean `{close[0]}`?" if len(close) == 1 else ""
             fix = None
             if len(close) == 1 and close[0] not in _written_keywords(call):
-                fix = Fix(f"Rename `{word}` to `{close[0]}`", Applicability.SAFE,
-                          (Edit(ctx.span(arg.keyword), close[0]),))
+                fix = Fix(
+                    f"Rename `{word}` to `{close[0]}`",
+                    Applicability.SAFE,
+                    (Edit(ctx.span(arg.keyword), close[0]),),
+                )
             yield ctx.diagnostic(
-                self, arg,
+                self,
+                arg,
                 f"`{short}` has no keyword argument `{word}` (TypeError); it accepts "
                 f"{', '.join(f'`{p}`' for p in params)}{hint}",
-                fix=fix, data={"misuse": "unknown-keyword", "keyword": word, "class": kind},
+                fix=fix,
+                data={"misuse": "unknown-keyword", "keyword": word, "class": kind},
             )
 
     def _uncalled_stream_getter(self, ctx, call: cst.Call, qualname: str | None):
@@ -119,7 +129,8 @@ class InvalidStreamApi(Rule):
             if getter in _STREAM_GETTERS:
                 text = ctx.code_for(arg.value)
                 yield ctx.diagnostic(
-                    self, arg.value,
+                    self,
+                    arg.value,
                     f"`{text}` is passed without calling it: the function is not a stream; "
                     f"write `{text}()`",
                     fix=ctx.replace(arg.value, f"{text}()", f"Call `{text}()`", Applicability.SAFE),
@@ -131,7 +142,8 @@ class InvalidStreamApi(Rule):
         facts = tensor_facts(ctx).facts(receiver, call)
         if facts is not None and facts.device == "cpu":
             yield ctx.diagnostic(
-                self, call,
+                self,
+                call,
                 f"`{ctx.code_for(receiver)}` is a CPU tensor ({facts.how}): `record_stream` only "
                 "applies to CUDA tensors and raises here",
                 data={"misuse": "record-stream-on-cpu", "tensor": ctx.code_for(receiver)},

@@ -42,7 +42,8 @@ class SyncDuringGraphCapture(Rule):
                 why = self._synchronizes(ctx, call)
                 if why:
                     yield ctx.diagnostic(
-                        self, call,
+                        self,
+                        call,
                         f"{why} during CUDA graph capture: synchronizing calls are not allowed "
                         "while a graph is captured and make the capture fail; move it before or "
                         "after the captured region",
@@ -56,7 +57,10 @@ class SyncDuringGraphCapture(Rule):
         class _Visitor(cst.CSTVisitor):
             def visit_With(self, node: cst.With) -> None:
                 for item in node.items:
-                    if isinstance(item.item, cst.Call) and names.qualname(item.item.func) in GRAPH_CONTEXTS:
+                    if (
+                        isinstance(item.item, cst.Call)
+                        and names.qualname(item.item.func) in GRAPH_CONTEXTS
+                    ):
                         found.append(node.body)
 
             def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
@@ -78,10 +82,14 @@ class SyncDuringGraphCapture(Rule):
             method = func.attr.value
             if method == "synchronize" and not call.args:
                 return f"`{ctx.code_for(call)}` blocks the host"
-            if method in _BLOCKING_READS and not call.args and not self._on_cpu(ctx, func.value, call):
+            if (
+                method in _BLOCKING_READS
+                and not call.args
+                and not self._on_cpu(ctx, func.value, call)
+            ):
                 return f"`.{method}()` reads the tensor on the host"
             if method == "to" and self._to_cpu_blocking(ctx, call):
-                return "a blocking `.to(\"cpu\")` copy"
+                return 'a blocking `.to("cpu")` copy'
         if isinstance(func, cst.Name) and func.value in _CONVERSIONS and len(call.args) == 1:
             facts = tensor_facts(ctx).facts(call.args[0].value, call)
             if facts is not None and facts.device == "cuda":
