@@ -17,8 +17,8 @@ import click
 
 from synclint.confirm.plan import METHODS, EntryError, Plan, Target, describe_targets, parse_entry, plan_findings
 from synclint.confirm.report import RENDERERS, FindingsError, read_findings
-from synclint.confirm.runner import run_child, worker_command
-from synclint.confirm.verdict import Confirmation, MethodOutcome, decide, exit_code
+from synclint.confirm.runner import RunResult, run_child, worker_command
+from synclint.confirm.verdict import Confirmation, MethodOutcome, decide, exit_code, merge_results
 from synclint.diagnostics import Diagnostic
 
 SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modules", "build", "dist"}
@@ -122,19 +122,29 @@ def confirm_plan(
     if plan.executable:
         # Each method is its own subprocess; running them side by side keeps one finding near the
         # cost of its slowest method (mostly importing torch and starting CUDA).
-        def run(method: str) -> MethodOutcome:
-            spec = plan.spec(method, trials, sleep_cycles)
+        def run(method: str, trial: int = 0, trials: int = trials) -> RunResult:
+            spec = plan.spec(method, trials, sleep_cycles, seed=1000 + 100 * trial)
             spec["cwd"] = os.getcwd()
-            child = run_child(
+            return run_child(
                 worker_command(python),
                 spec,
                 timeout=timeout,
                 on_progress=lambda message: progress.show(f"{method}: {message}"),
             )
-            return MethodOutcome(method, child.result, child.failure, child.seconds)
+
+        def run_method(method: str) -> MethodOutcome:
+            if not plan.fresh_process_per_trial:
+                child = run(method)
+                return MethodOutcome(method, child.result, child.failure, child.seconds)
+            with ThreadPoolExecutor(max_workers=min(trials, 4)) as pool:
+                children = list(pool.map(lambda k: run(method, k, 1), range(trials)))
+            failures = [c.failure for c in children if c.failure]
+            merged = merge_results([c.result for c in children])
+            failure = failures[0] if merged is None and failures else None
+            return MethodOutcome(method, merged, failure, max(c.seconds for c in children))
 
         with ThreadPoolExecutor(max_workers=max(1, len(plan.methods))) as pool:
-            outcomes = list(pool.map(run, plan.methods))
+            outcomes = list(pool.map(run_method, plan.methods))
     return decide(plan, outcomes)
 
 

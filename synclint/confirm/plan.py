@@ -48,6 +48,10 @@ METHODS: dict[str, tuple[str, ...]] = {
     "SYN502": ("exception",),
 }
 
+#: Rules whose hazard, once it happens, leaves the process's CUDA context unusable (a failed graph
+#: capture): each trial of theirs runs in a fresh process.
+FRESH_PROCESS_PER_TRIAL = frozenset({"SYN502"})
+
 #: Why the other rules are not confirmed at run time.
 NOT_CONFIRMABLE = {
     "SYN001": "a syntax error is not a run-time behaviour",
@@ -112,6 +116,10 @@ class Plan:
     @property
     def executable(self) -> bool:
         return not self.reason and self.target is not None
+
+    @property
+    def fresh_process_per_trial(self) -> bool:
+        return self.diagnostic.code in FRESH_PROCESS_PER_TRIAL
 
     def spec(self, method: str, trials: int, sleep_cycles: int, seed: int = 1000) -> dict[str, Any]:
         """The JSON job handed to the worker subprocess for one method."""

@@ -85,8 +85,38 @@ METHOD_NAMES = {
 }
 
 
+def _trial_errors(outcome: MethodOutcome) -> list[str]:
+    errors: list[str] = []
+    for trial in outcome.trials:
+        error = trial.get("error")
+        if error and error not in errors:
+            errors.append(error)
+    return errors[:3]
+
+
+def merge_results(results: Sequence[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """One result from several single-trial worker processes (methods whose hazard leaves the CUDA
+    context unusable, so each trial needs a fresh process): trials renumbered, hits summed."""
+    present = [r for r in results if r]
+    if not present:
+        return None
+    merged = dict(present[0])
+    merged["trials"], merged["hits"], merged["notes"] = [], {}, []
+    for result in present:
+        for trial in result.get("trials") or []:
+            merged["trials"].append({**trial, "trial": len(merged["trials"]) + 1})
+        for name, count in (result.get("hits") or {}).items():
+            merged["hits"][name] = merged["hits"].get(name, 0) + count
+        merged["notes"] += [n for n in result.get("notes") or [] if n not in merged["notes"]]
+        merged["reached"] = bool(merged.get("reached")) or bool(result.get("reached"))
+        if result.get("status") not in (None, "ok"):
+            merged["status"], merged["error"] = result.get("status"), result.get("error")
+    return merged
+
+
 def _method_json(outcome: MethodOutcome) -> dict[str, Any]:
     return {
+        "trial_errors": _trial_errors(outcome),
         "method": outcome.method,
         "trials": len(outcome.trials),
         "observed": outcome.observed,

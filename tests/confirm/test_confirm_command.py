@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -84,3 +85,59 @@ def test_nothing_confirmable_runs_nothing_and_exits_0(tmp_path) -> None:
     clean.write_text("x = 1\n")
     result = CliRunner().invoke(confirm, [str(clean)])
     assert result.exit_code == 0 and "No confirmable findings" in result.output
+
+
+FAKE_PYTHON = """\
+#!{python}
+# Stands in for `python -m synclint.confirm.worker JOB RESULT`: answers like a CUDA machine on which
+# every buggy twin's hazard shows and no fixed twin's does.
+import json, sys
+job_path, result_path = sys.argv[-2:]
+job = json.load(open(job_path))
+env = {{"gpu": "Fake GPU", "driver": "1.0", "torch": "0.0+fake", "cuda_runtime": "13.0",
+       "cuda_available": True}}
+if job["method"] == "probe":
+    result = {{"status": "ok", "environment": env}}
+else:
+    buggy = "buggy" in job["file"]
+    trials = [{{"trial": k + 1, "observed": buggy, "evidence": ["wrong value"] if buggy else []}}
+              for k in range(job["trials"])]
+    result = {{"status": "ok", "method": job["method"], "trials": trials,
+              "hits": {{"second": job["trials"]}}, "reached": True, "notes": [], "error": None,
+              "environment": env}}
+json.dump(result, open(result_path, "w"))
+"""
+
+
+def fake_python(tmp_path: Path) -> str:
+    script = tmp_path / "python-fake"
+    script.write_text(FAKE_PYTHON.format(python=sys.executable))
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_end_to_end_with_a_stand_in_worker(twins, tmp_path) -> None:
+    import json
+
+    bad, good = TWINS / "syn101_buggy.py", TWINS / "syn101_fixed.py"
+    found = twins.marker_findings(bad)
+    capture = twins.marker_findings(TWINS / "syn502_buggy.py")
+    findings = tmp_path / "f.json"
+    findings.write_text(json.dumps(found + twins.transplant(found, good) + capture))
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        confirm,
+        ["--findings", str(findings), "--python", fake_python(tmp_path), "--trials", "3",
+         "--output-format", "json", "--output-file", str(report)],
+    )
+    assert result.exit_code == 1, result.output  # something was confirmed
+    items = json.loads(report.read_text())
+    verdicts = {(Path(i["filename"]).name, i["code"]): i["confirmation"] for i in items}
+    buggy = verdicts[("syn101_buggy.py", "SYN101")]
+    assert buggy["verdict"] == "confirmed" and "3 of 3 trials" in buggy["summary"]
+    assert [m["method"] for m in buggy["methods"]] == ["sanitizer", "delay"]
+    assert buggy["environment"]["gpu"] == "Fake GPU" and buggy["trials_requested"] == 3
+    assert verdicts[("syn101_fixed.py", "SYN101")]["verdict"] == "not reproduced"
+    capture_result = verdicts[("syn502_buggy.py", "SYN502")]
+    assert capture_result["methods"][0]["trials"] == 3  # three single-trial processes, merged
+    assert capture_result["verdict"] == "confirmed"

@@ -61,3 +61,14 @@ def test_callable_entry_imports_the_module(tmp_path, monkeypatch) -> None:
     assert TargetRunner(parse_entry("pkgx.job:run").to_json()).run_once() == "ran"
     sys.modules.pop("pkgx.job", None)
     sys.modules.pop("pkgx", None)
+
+
+def test_pytest_entry_runs_the_tests_in_process(tmp_path, monkeypatch) -> None:
+    marker = tmp_path / "ran"
+    test_file = tmp_path / "test_inner.py"
+    test_file.write_text(f"def test_inner():\n    open({str(marker)!r}, 'a').write('x')\n")
+    monkeypatch.chdir(tmp_path)
+    runner = TargetRunner(parse_entry(f"pytest {test_file} -p no:randomly").to_json())
+    runner.run_once()
+    runner.run_once()
+    assert marker.read_text() == "xx"

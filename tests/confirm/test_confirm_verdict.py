@@ -91,3 +91,18 @@ def test_races_far_from_the_finding_do_not_discount_the_delay() -> None:
 def test_a_sanitizer_blind_to_the_kernels_leaves_the_delay_evidence_standing() -> None:
     c = decide(PLAN, [sanitizer_outcome([]), outcome("delay", 3)])
     assert c.verdict is Verdict.CONFIRMED and "3 of 5 trials" in c.summary
+
+
+def test_single_trial_processes_merge_into_one_result() -> None:
+    from synclint.confirm.verdict import merge_results
+
+    one = {"status": "ok", "trials": [{"trial": 1, "observed": True}], "hits": {"second": 1},
+           "reached": True, "notes": ["a"]}
+    two = {"status": "ok", "trials": [{"trial": 1, "observed": False, "error": "boom"}],
+           "hits": {"second": 1}, "reached": True, "notes": ["a", "b"]}
+    merged = merge_results([one, None, two])
+    assert [t["trial"] for t in merged["trials"]] == [1, 2]
+    assert merged["hits"] == {"second": 2} and merged["notes"] == ["a", "b"]
+    outcome = MethodOutcome("exception", merged)
+    assert outcome.observed == 1 and len(outcome.trials) == 2
+    assert merge_results([None, None]) is None
