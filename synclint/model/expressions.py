@@ -16,6 +16,7 @@ import libcst as cst
 
 from synclint.model import api
 from synclint.model.resolver import canonical, dotted
+from synclint.model.state import vc_join
 from synclint.model.timeline import CopyInfo, Op, OpKind
 from synclint.model.values import (
     HOST,
@@ -194,7 +195,7 @@ class ExpressionEvaluator:
         key = dotted(node)
         storage = self.i.new_storage(key or "<expr>", node, origin="unknown", tensor=True)
         if key is not None and (key.startswith("self.") or key in self.state.env):
-            self.state.env[key] = storage
+            self.i.bind(key, storage)
         if key is not None and not key.startswith("self."):
             self.i.unknown_origin(storage)
         return storage
@@ -415,8 +416,16 @@ class ExpressionEvaluator:
     # -- operators -------------------------------------------------------------------------------
 
     def ex_BinaryOperation(self, node: cst.BinaryOperation, hint=None):
-        left = self.ev(node.left)
-        right = self.ev(node.right)
+        # Long chains (`a + b + c + ...`) nest to the left: fold them iteratively, not recursively.
+        spine = [node]
+        while isinstance(spine[-1].left, cst.BinaryOperation):
+            spine.append(spine[-1].left)
+        value = self.ev(spine[-1].left)
+        for link in reversed(spine):
+            value = self.binary(link, value, self.ev(link.right), hint if link is node else None)
+        return value
+
+    def binary(self, node: cst.BinaryOperation, left, right, hint):
         storages = storages_of(left) + storages_of(right)
         if storages:
             # Arithmetic is evidence only when an operand is known to be a tensor (`rank * n` on two
@@ -852,10 +861,8 @@ class ExpressionEvaluator:
         op = i.emit(OpKind.WAIT_EVENT, node, stream=stream, event=event, target=stream if explicit else None,
                     recorded_by=state.recorded_by if state else ())
         if state is not None:
-            self.state.vc[stream.key] = dict(self.state.stream_vc(stream.key))
-            for key, value in state.vc.items():
-                if value > self.state.vc[stream.key].get(key, 0):
-                    self.state.vc[stream.key][key] = value
+            current = self.state
+            current.vc[stream.key] = vc_join(current.stream_vc(stream.key), state.vc)
         return HOST
 
     def _event_sync(self, node: cst.Call, event: EventValue, kind: str) -> None:

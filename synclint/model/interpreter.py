@@ -45,6 +45,7 @@ from synclint.model.values import (
 from synclint.settings import AnalysisSettings
 
 _storage_ids = itertools.count(1)
+_HOLDERS = frozenset({Storage, Alternatives, TupleValue})
 
 
 class FunctionSummary:
@@ -77,7 +78,8 @@ class Interpreter:
         self.entry = default_stream()
         self.state = State(current=self.entry)
         if attributes:
-            self.state.env.update(attributes)
+            for name, value in attributes.items():
+                self.bind(name, value)
         self.iteration = 0
         self.loop_depth = 0
         self.block_streams: list[StreamValue] = []
@@ -256,12 +258,28 @@ class Interpreter:
 
     def release_if_unreferenced(self, value, node: cst.CSTNode) -> None:
         for storage in storages_of(value):
-            if not self._referenced(storage):
-                self.release(storage, node)
+            root = storage.root
+            if root.origin != "local" or root.escapes or root.alloc_stream is None:
+                continue
+            if not any(a.stream.key != root.alloc_stream.key for a in self.state.history.get(root.id, ())):
+                continue  # used on its own stream only: nothing to check, skip the reference scan
+            if not self._referenced(root):
+                self.release(root, node)
 
     def _referenced(self, storage: Storage) -> bool:
         root = storage.root
-        return any(root is s.root for v in self.state.env.values() for s in storages_of(v))
+        env = self.state.env
+        for name in root.names:
+            value = env.get(name)
+            if value is not None and any(root is s.root for s in storages_of(value)):
+                return True
+        return False
+
+    def bind(self, name: str, value) -> None:
+        """Bind a name in the environment, remembering it on the storages it refers to."""
+        self.state.env[name] = value
+        for storage in storages_of(value):
+            storage.root.names.add(name)
 
     def release_locals(self, node: cst.CSTNode, keep: Iterable[Storage] = ()) -> None:
         kept = {s.root.id for s in keep}
@@ -292,7 +310,7 @@ class Interpreter:
             if is_method and index == 0 and name in ("self", "cls"):
                 continue
             self.params.add(name)
-            self.state.env[name] = self._param_value(param)
+            self.bind(name, self._param_value(param))
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self.state.env[star.name.value] = None
@@ -436,7 +454,7 @@ class Interpreter:
     def assign(self, target: cst.BaseExpression, value, stmt: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
             old = self.state.env.get(target.value)
-            self.state.env[target.value] = value
+            self.bind(target.value, value)
             for storage in storages_of(value):
                 if storage.label in ("tensor", "<expr>"):
                     storage.label = target.value
@@ -448,7 +466,7 @@ class Interpreter:
                 # The object holds a reference while the attribute is bound (FSDP-style held
                 # references); rebinding it may drop the last reference to the old value.
                 old = self.state.env.get(key)
-                self.state.env[key] = value
+                self.bind(key, value)
                 if old is not None and old is not value:
                     self.release_if_unreferenced(old, stmt)
             else:
@@ -496,19 +514,26 @@ class Interpreter:
         self.state = result if result is not None else start
 
     def st_If(self, stmt: cst.If) -> None:
-        self.exprs.condition(stmt.test)
-        orelse = stmt.orelse
-
-        def then() -> None:
-            self.suite(stmt.body)
-
-        def otherwise() -> None:
-            if isinstance(orelse, cst.If):
-                self.st_If(orelse)
-            elif orelse is not None:
-                self.suite(orelse.body)
-
-        self.branch(then, otherwise)
+        """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
+        Each ``elif`` test is evaluated on the path where the earlier tests failed."""
+        start = self.state
+        result: Optional[State] = None
+        current: Optional[cst.CSTNode] = stmt
+        while True:
+            if isinstance(current, cst.If):
+                self.exprs.condition(current.test)
+                failed_tests = self.state
+                self.state = failed_tests.copy()
+                self.suite(current.body)
+                result = self.state if result is None else join(result, self.state)
+                self.state = failed_tests
+                current = current.orelse
+            else:
+                if current is not None:
+                    self.suite(current.body)
+                result = join(result, self.state) if result is not None else self.state
+                break
+        self.state = result if result is not None else start
 
     def loop(self, body: Callable[[], None]) -> None:
         """Run a loop body twice so loop-carried hazards show; assume it runs at least once."""
@@ -516,7 +541,9 @@ class Interpreter:
         outer_iteration = self.iteration
         body()
         after_first = self.state
-        if not after_first.dead:
+        # Loops nested deeper than two levels are walked once: two passes per level would be
+        # exponential in the nesting depth, and loop-carried hazards live in the inner loops.
+        if not after_first.dead and self.loop_depth <= 2:
             # The second pass starts where the first ended; its end state stands for "the loop ran"
             # (joining with the first pass would pair its clocks with the second pass's accesses).
             self.state = after_first.copy()

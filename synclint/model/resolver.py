@@ -62,9 +62,10 @@ def nested_suites(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
     if isinstance(body, cst.BaseSuite):
         yield body
     orelse = getattr(stmt, "orelse", None)
-    if isinstance(orelse, cst.If):
-        yield from nested_suites(orelse)
-    elif orelse is not None and isinstance(getattr(orelse, "body", None), cst.BaseSuite):
+    while isinstance(orelse, cst.If):  # elif chains: iterate, they can be thousands long
+        yield orelse.body
+        orelse = orelse.orelse
+    if orelse is not None and isinstance(getattr(orelse, "body", None), cst.BaseSuite):
         yield orelse.body
     for handler in getattr(stmt, "handlers", ()) or ():
         yield handler.body

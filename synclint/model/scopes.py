@@ -80,7 +80,14 @@ class _Builder:
 
     def run_scope(self, model: FunctionModel, body, counters=None, attributes=None) -> Interpreter:
         interp = self.interpreter(model, counters if counters is not None else {}, attributes)
-        body(interp)
+        try:
+            body(interp)
+        except RecursionError:
+            # Pathologically deep code: report nothing for this scope rather than guess.
+            model.ops.clear()
+            model.hazards.clear()
+            model.lifetime_hazards.clear()
+            model.truncated = True
         interp.finish()
         self.result.functions.append(model)
         for nested in interp.nested:
@@ -144,7 +151,13 @@ class _Builder:
             interp.method_returns = dict(self._returns)
         if exports is not None:
             exports.seed(interp)
-        interp.run_function(node, is_method=True)
+        try:
+            interp.run_function(node, is_method=True)
+        except RecursionError:
+            model.ops.clear()
+            model.hazards.clear()
+            model.lifetime_hazards.clear()
+            model.truncated = True
         interp.finish()
         if record:
             self.result.functions.append(model)

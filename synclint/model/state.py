@@ -23,10 +23,11 @@ HISTORY_LIMIT = 16
 def vc_join(a: dict, b: dict) -> dict:
     if not b:
         return dict(a)
+    if not a:
+        return dict(b)
+    get = a.get
     out = dict(a)
-    for key, value in b.items():
-        if value > out.get(key, 0):
-            out[key] = value
+    out.update({k: v for k, v in b.items() if v > get(k, 0)})
     return out
 
 
@@ -48,7 +49,7 @@ class State:
     vc: dict = field(default_factory=dict)  # stream key -> VC
     host_vc: dict = field(default_factory=dict)
     events: dict = field(default_factory=dict)  # event key -> EventState
-    history: dict = field(default_factory=dict)  # storage id -> list[Access]
+    history: dict = field(default_factory=dict)  # storage id -> tuple[Access, ...]
     dead: bool = False
 
     def copy(self) -> "State":
@@ -58,7 +59,7 @@ class State:
             vc={k: dict(v) for k, v in self.vc.items()},
             host_vc=dict(self.host_vc),
             events={k: EventState(dict(e.vc), e.recorded_by, e.stream) for k, e in self.events.items()},
-            history={k: list(v) for k, v in self.history.items()},
+            history=dict(self.history),  # values are tuples: shared until changed
             dead=self.dead,
         )
 
@@ -67,15 +68,14 @@ class State:
 
     def remember(self, access: Access) -> None:
         """Add an access to its storage's history, dropping what it supersedes on its own stream."""
-        history = self.history.setdefault(access.storage.id, [])
+        history = self.history.get(access.storage.id, ())
         same = access.stream.key
         if access.mode == "write":
-            history[:] = [a for a in history if a.stream.key != same]
+            kept = [a for a in history if a.stream.key != same]
         else:
-            history[:] = [a for a in history if not (a.stream.key == same and a.mode == "read")]
-        history.append(access)
-        if len(history) > HISTORY_LIMIT:
-            del history[: len(history) - HISTORY_LIMIT]
+            kept = [a for a in history if not (a.stream.key == same and a.mode == "read")]
+        kept.append(access)
+        self.history[access.storage.id] = tuple(kept[-HISTORY_LIMIT:])
 
 
 def join(a: State, b: State) -> State:
@@ -102,12 +102,11 @@ def join(a: State, b: State) -> State:
             only = ea or eb
             out.events[key] = EventState({}, only.recorded_by, only.stream)
     for sid, accesses in b.history.items():
-        mine = out.history.setdefault(sid, [])
-        for access in accesses:
-            if access not in mine:
-                mine.append(access)
-        if len(mine) > HISTORY_LIMIT * 2:
-            del mine[: len(mine) - HISTORY_LIMIT * 2]
+        mine = out.history.get(sid, ())
+        if mine is accesses:
+            continue
+        merged = list(mine) + [a for a in accesses if a not in mine]
+        out.history[sid] = tuple(merged[-HISTORY_LIMIT * 2:])
     return out
 
 

@@ -146,6 +146,8 @@ class FunctionModel:
     hazards: list[Hazard] = field(default_factory=list)
     lifetime_hazards: list[LifetimeHazard] = field(default_factory=list)
     class_name: Optional[str] = None
+    #: Set when the scope was too deep to analyse (nothing is reported for it).
+    truncated: bool = False
 
     def ordered_before(self, a: Op, b: Op) -> bool:
         """``a``'s device work completes before ``b``'s device work starts."""

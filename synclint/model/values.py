@@ -104,6 +104,9 @@ class Storage:
     #: (halo exchanges and bucket views write separate slices from separate streams).
     base: Optional["Storage"] = None
     region: Optional[str] = None
+    #: Every name (local or ``self.`` attribute) it has been bound to: where to look for the
+    #: references still alive, without scanning the whole environment.
+    names: set = field(default_factory=set)
 
     @property
     def root(self) -> "Storage":
