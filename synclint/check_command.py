@@ -113,6 +113,20 @@ def _statistics(diagnostics) -> str:
     )
 
 
+def _write_source(result: FileResult, original: bytes) -> None:
+    """Standard input's source on standard output: the input bytes unless fixes changed them."""
+    data = original
+    if result.original is not None and result.source is not None:
+        data = result.source.encode(result.encoding)
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is None:
+        sys.stdout.write(data.decode("utf-8", "replace"))
+    else:
+        sys.stdout.flush()
+        stream.write(data)
+    sys.stdout.flush()
+
+
 def run_check(options: CheckOptions, out, err, fail) -> int:
     warn = (lambda message: None) if options.quiet else (lambda message: err(f"warning: {message}"))
     try:
@@ -152,14 +166,8 @@ def run_check(options: CheckOptions, out, err, fail) -> int:
 
     stdin_fix = options.fix and jobs and jobs[0].path == "-"
     if stdin_fix:
-        out_stream = err  # the fixed source goes to standard output
-        text = (
-            results[0].source
-            if results[0].source is not None
-            else (jobs[0].data or b"").decode("utf-8", "replace")
-        )
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        out_stream = err  # the (fixed) source goes to standard output, byte for byte
+        _write_source(results[0], jobs[0].data or b"")
     else:
         out_stream = out
     report = Report(

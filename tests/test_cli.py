@@ -253,7 +253,23 @@ def test_version_does_not_import_the_analysis(tmp_path):
         "import sys\n"
         "from synclint.cli import run\n"
         "run(['--version'])\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('libcst', 'synclint.model', 'torch'))))\n"
+        "heavy = ('libcst', 'synclint.model', 'torch')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     result = _run([sys.executable, "-c", probe], tmp_path)
     assert result.stdout.strip().endswith("[]"), result.stdout
+
+
+def test_stdin_fix_passes_bytes_through(tmp_path):
+    """With --fix, standard output gets the source byte for byte (fixed, or untouched)."""
+    latin1 = "# coding: latin-1\nname = 'caf\u00e9'\n".encode("latin-1")
+    undecodable = b"x = '\xff'\n"
+    for data in (latin1, undecodable):
+        result = subprocess.run(
+            [sys.executable, "-m", "synclint", "check", "-", "--fix", "--no-cache"],
+            input=data,
+            capture_output=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert result.stdout == data, result.stderr
