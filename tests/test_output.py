@@ -134,6 +134,14 @@ def test_github(sample, cli):
     assert out.rstrip().endswith("`--unsafe-fixes` option).")
 
 
+def test_github_paths_are_relative_to_the_repository_root(sample, cli, monkeypatch):
+    (sample / ".git").mkdir()
+    monkeypatch.chdir(sample / "pkg")
+    out = cli("mod.py", "--no-cache", "--output-format", "github").out
+    assert out.startswith("::error file=pkg/mod.py,line=4,")
+    assert " --> mod.py:4:5" in out  # the report itself stays relative to where it was run
+
+
 def test_github_escaping():
     from synclint.diagnostics import Diagnostic, Position, Span
     from synclint.output.github import annotation
