@@ -41,6 +41,19 @@ def test_readme_rule_index_matches_the_registry():
     )
 
 
+def test_readme_configuration_example_is_valid(tmp_path):
+    from synclint.config import load_config
+    from synclint.project import Overrides, Project
+
+    block = re.search(r"```toml\n(\[tool\.synclint\].*?)```", README, flags=re.DOTALL).group(1)
+    (tmp_path / "pyproject.toml").write_text(block, encoding="utf-8")
+    config = load_config(tmp_path / "pyproject.toml")
+    assert config.per_file_ignores == (("tests/*", ("SYN2",)),)
+    assert config.settings.synchronizing_functions == ("mylib.cuda_sync",)
+    codes = Project(Overrides(), tmp_path).file_settings(tmp_path / "a.py").codes
+    assert "SYN002" in codes and "SYN105" not in codes
+
+
 def test_readme_tells_ruff_users_about_external():
     assert 'external = ["SYN"]' in README
 
