@@ -16,6 +16,7 @@ import libcst as cst
 
 from synclint.model import api
 from synclint.model.resolver import canonical, dotted
+from synclint.model.inlining import can_inline, inline_call
 from synclint.model.state import vc_join
 from synclint.model.timeline import CopyInfo, Op, OpKind
 from synclint.model.values import (
@@ -686,11 +687,28 @@ class ExpressionEvaluator:
         self.sync_device(node, "helper", name)
         return True
 
+    def handed_to_unknown(self, node: cst.Call, values, name: str) -> None:
+        """What an unknown callee may do with its arguments: keep them (a constructor), record them
+        on the current stream (``record_stream=True``), run work on a stream given to it."""
+        storages = [s for v in values for s in storages_of(v)]
+        for value in values:
+            if isinstance(value, StreamValue):
+                value.escapes = True
+        if _is_true(_keyword(node, "record_stream")):
+            for storage in storages:
+                storage.root.recorded_streams.append(self.state.current)
+        tail = name.rsplit(".", 1)[-1]
+        if tail[:1].isupper():
+            for storage in storages:
+                storage.root.escapes = True
+
     def unknown_call(self, node: cst.Call, hint: Optional[str]):
         name = self.i.resolver.qualify(node.func) or ""
         if name and self.sync_by_name(node, name):
             return HOST
-        storages = self.arg_storages(node)
+        values = self.args(node)
+        self.handed_to_unknown(node, values, name)
+        storages = [s for v in values for s in storages_of(v)]
         if not storages:
             return None
         evidence = any(s.tensor for s in storages)
@@ -713,6 +731,8 @@ class ExpressionEvaluator:
             event = self.as_event(func.value, receiver)
             if event is not None:
                 return self.event_method(node, event, method)
+        if isinstance(func.value, cst.Name) and func.value.value == "self" and can_inline(self.i, method):
+            return inline_call(self.i, node, self.i.class_methods[method])
         if isinstance(func.value, cst.Name) and func.value.value == "self" and method in self.i.method_returns:
             self.args(node)
             stream = self.i.method_returns[method]
@@ -721,6 +741,7 @@ class ExpressionEvaluator:
             self.i.access(op, storage, "write")
             return storage
         values = self.args(node)
+        self.handed_to_unknown(node, values, method)
         if method in api.STORING_METHODS:
             for value in values:
                 for storage in storages_of(value):
@@ -810,7 +831,10 @@ class ExpressionEvaluator:
         # The collective runs on an internal stream that waits for the current stream at the call.
         i = self.i
         current = self.state.current
-        stream = StreamValue(f"collective@{len(i.model.ops)}", f"the collective's stream ({name.rsplit('.', 1)[-1]})",
+        # One internal stream per process group: collectives on a group run in issue order.
+        group = _keyword(node, "group")
+        group_text = i.model_code(group) if group is not None else "default group"
+        stream = StreamValue(f"collective:{group_text}", f"the process group's stream ({group_text})",
                              "collective", node)
         i.wait_stream(stream, current)
         op = i.emit(OpKind.COLLECTIVE, node, stream=stream, reads=tuple(inputs), writes=tuple(outputs), qualname=name)
@@ -1025,8 +1049,10 @@ class ExpressionEvaluator:
                 non_blocking = True
         else:
             target = src.device  # dtype conversion
-        if src.device is None and target != "cpu" and (method in ("cuda", "xpu", "pin_memory") or non_blocking):
-            src.device = "cpu"  # uploading with .cuda() / non_blocking=True: the source is host memory
+        if src.device is None and target != "cpu" and (
+            method in ("cuda", "xpu", "pin_memory") or non_blocking or (method == "to" and target == "cuda")
+        ):
+            mark_host(src)  # uploading it: the source is host memory
         direction = _direction(src.device, target)
         result = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
                                     device=target, pinned=pinned or None)
@@ -1035,6 +1061,19 @@ class ExpressionEvaluator:
             return result
         self._copy_op(node, src, result, non_blocking, direction)
         return result
+
+
+def mark_host(storage: Storage, depth: int = 3) -> None:
+    """``storage`` is host memory, and so (while unknown) are the values it was computed from on
+    the host (``torch.cat(ids).to("cuda")``: the ids are CPU tensors too)."""
+    root = storage.root
+    if root.device is not None or depth == 0:
+        return
+    root.device = "cpu"
+    made_by = root.alloc_op
+    if made_by is not None:
+        for source in getattr(made_by, "reads", ()):
+            mark_host(source, depth - 1)
 
 
 def _direction(src: Optional[str], dst: Optional[str]) -> str:

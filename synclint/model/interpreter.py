@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Optional
 
 import libcst as cst
 
+from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted
 from synclint.model.state import EventState, State, join, vc_join
 from synclint.model.timeline import (
@@ -46,6 +47,10 @@ from synclint.settings import AnalysisSettings
 
 _storage_ids = itertools.count(1)
 _HOLDERS = frozenset({Storage, Alternatives, TupleValue})
+
+
+def _is_self_attribute(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
 
 
 class FunctionSummary:
@@ -85,9 +90,15 @@ class Interpreter:
         self.block_streams: list[StreamValue] = []
         self.graph_depth = 0
         self.params: set[str] = set()
+        self.flag_params: set[str] = set()
         self._hazard_keys: set = set()
         self._lifetime_keys: set = set()
         self.returned_stream = False
+        #: Methods of the enclosing class, walked at their call sites (:mod:`.inlining`).
+        self.class_methods: dict[str, cst.FunctionDef] = {}
+        self.inline_stack: list[str] = []
+        self.inline_returns: list[list] = []
+        self.inline_keep: list[set] = []
         #: Methods of the enclosing class known to return a tensor made on an attribute stream.
         self.method_returns: dict[str, StreamValue] = {}
         self.returned_storages: list[Storage] = []
@@ -166,6 +177,8 @@ class Interpreter:
         region = storage.region
         storage = storage.root
         access = Access(op, storage, mode, op.stream, region)
+        if self.graph_depth:
+            return access  # captured into a CUDA graph: recorded now, executed at replay
         if mode == "write" and storage.alloc_op is None and op.site.node is storage.alloc_node:
             storage.alloc_op = op.site
         for prev in self.state.history.get(storage.id, ()):
@@ -224,8 +237,11 @@ class Interpreter:
         uses = [
             a
             for a in self.state.history.get(storage.id, ())
-            if a.stream.distinct_from(alloc) and a.op.seq and a.op.origin_op is None
-        ]  # uses replayed from other methods may well come after this release at run time
+            if a.stream.distinct_from(alloc)
+            and a.op.seq
+            and a.op.origin_op is None  # replayed from another method: may run after this release
+            and a.stream.origin != "collective"  # process groups keep their tensors alive themselves
+        ]
         if not uses:
             return
         alloc_vc = self.state.stream_vc(alloc.key)
@@ -281,8 +297,8 @@ class Interpreter:
         for storage in storages_of(value):
             storage.root.names.add(name)
 
-    def release_locals(self, node: cst.CSTNode, keep: Iterable[Storage] = ()) -> None:
-        kept = {s.root.id for s in keep}
+    def release_locals(self, node: cst.CSTNode, keep: Iterable[Storage] = (), keep_ids: Iterable[int] = ()) -> None:
+        kept = {s.root.id for s in keep} | set(keep_ids)
         for name, value in self.state.env.items():
             if "." in name:
                 kept.update(s.root.id for s in storages_of(value))  # still held by the object
@@ -310,6 +326,8 @@ class Interpreter:
             if is_method and index == 0 and name in ("self", "cls"):
                 continue
             self.params.add(name)
+            if isinstance(param.default, cst.Name) and param.default.value in ("True", "False"):
+                self.flag_params.add(name)
             self.bind(name, self._param_value(param))
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
@@ -396,14 +414,18 @@ class Interpreter:
                 self.release_if_unreferenced(old, stmt)
 
     def st_Return(self, stmt: cst.Return) -> None:
+        if return_from_inline(self, stmt):
+            return
         value = self.exprs.ev(stmt.value) if stmt.value is not None else None
         returned = storages_of(value)
         self.returned_storages.extend(returned)
         for storage in returned:
             self.hand_off(storage, stmt)
             storage.escapes = True
-        if isinstance(value, StreamValue) and value.key == self.state.current.key:
-            self.returned_stream = True
+        if isinstance(value, StreamValue):
+            value.escapes = True
+            if value.key == self.state.current.key:
+                self.returned_stream = True
         self.release_locals(stmt, keep=returned)
         self.state.dead = True
 
@@ -462,6 +484,11 @@ class Interpreter:
                 self.release_if_unreferenced(old, stmt)
         elif isinstance(target, cst.Attribute):
             key = dotted(target)
+            for storage in storages_of(value):
+                made_by = storage.alloc_op
+                if made_by is not None and made_by.kind == OpKind.ACCESS and made_by.qualname is None:
+                    for argument in made_by.reads:  # an object built from them may keep them
+                        argument.root.escapes = True
             if key is not None and key.startswith(("self.", "cls.")):
                 # The object holds a reference while the attribute is bound (FSDP-style held
                 # references); rebinding it may drop the last reference to the old value.
@@ -472,6 +499,8 @@ class Interpreter:
             else:
                 for storage in storages_of(value):
                     storage.escapes = True
+            if isinstance(value, StreamValue):
+                value.escapes = True
             if key is not None:
                 if key.startswith(("self.", "cls.")):
                     if isinstance(value, StreamValue) and value.origin == "created" and "@" in value.key:
@@ -495,7 +524,10 @@ class Interpreter:
                 self.exprs.ev(getattr(element.slice, "value", None))
             base_storages = storages_of(base)
             if base_storages:
-                self.exprs.tensor_op(stmt, reads=storages_of(value), writes=base_storages, inplace=True)
+                # `d[k] = v` on a value with no tensor evidence is as likely a dict store.
+                evidence = any(s.tensor for s in base_storages)
+                self.exprs.tensor_op(stmt, reads=storages_of(value), writes=base_storages, inplace=True,
+                                     evidence=evidence)
             else:
                 for storage in storages_of(value):
                     storage.escapes = True
@@ -513,9 +545,27 @@ class Interpreter:
             result = self.state if result is None else join(result, self.state)
         self.state = result if result is not None else start
 
+    def flag_parameter(self, test: cst.BaseExpression) -> bool:
+        """``if wait_current_stream:`` on a parameter with a boolean default: a configuration
+        switch. Callers that turn it off take the ordering on themselves (Megatron's shared
+        experts), so the guarded waits are kept at the join instead of being intersected away."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        if isinstance(test, cst.Name):
+            return test.value in self.flag_params
+        # `if self.workers > 1:` / `if self.overlap:`: the object's configuration, fixed since
+        # `__init__`; the other methods branch on it the same way.
+        parts = [test.left, *(c.comparator for c in test.comparisons)] if isinstance(test, cst.Comparison) else [test]
+        return any(_is_self_attribute(p) for p in parts) and all(
+            _is_self_attribute(p) or isinstance(p, (cst.Integer, cst.Float, cst.SimpleString, cst.Name))
+            for p in parts
+        )
+
     def st_If(self, stmt: cst.If) -> None:
         """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
         Each ``elif`` test is evaluated on the path where the earlier tests failed."""
+        if self.flag_parameter(stmt.test) and not isinstance(stmt.orelse, cst.If):
+            return self._flag_branch(stmt)
         start = self.state
         result: Optional[State] = None
         current: Optional[cst.CSTNode] = stmt
@@ -534,6 +584,24 @@ class Interpreter:
                 result = join(result, self.state) if result is not None else self.state
                 break
         self.state = result if result is not None else start
+
+    def _flag_branch(self, stmt: cst.If) -> None:
+        self.exprs.condition(stmt.test)
+        start = self.state
+        self.state = start.copy()
+        self.suite(stmt.body)
+        taken = self.state
+        self.state = start.copy()
+        if stmt.orelse is not None:
+            self.suite(stmt.orelse.body)
+        result = join(taken, self.state)
+        for one in (taken, self.state):
+            if one.dead:
+                continue
+            for key, vc in one.vc.items():
+                result.vc[key] = vc_join(result.vc.get(key, {}), vc)
+            result.host_vc = vc_join(result.host_vc, one.host_vc)
+        self.state = result
 
     def loop(self, body: Callable[[], None]) -> None:
         """Run a loop body twice so loop-carried hazards show; assume it runs at least once."""
@@ -661,7 +729,8 @@ class Interpreter:
         self.enter_function(node, is_method)
         self.suite(node.body)
         if not self.state.dead:
-            self.release_locals(node)
+            body = node.body.body
+            self.release_locals(body[-1] if body else node)
 
     def run_module(self, module: cst.Module) -> None:
         self.nested = []
@@ -670,5 +739,22 @@ class Interpreter:
 
     def finish(self) -> None:
         """Drop hazards on values with no evidence of being tensors (precision first)."""
-        self.model.hazards = [h for h in self.model.hazards if h.storage.tensor]
-        self.model.lifetime_hazards = [h for h in self.model.lifetime_hazards if h.storage.tensor]
+        def host_side(h: Hazard) -> bool:
+            # Found to be host memory (it was uploaded): only copies touch it from a stream; what
+            # made it or read it otherwise ran on the host.
+            return h.storage.on_host and not (h.first.op.kind == h.second.op.kind == OpKind.COPY)
+
+        def no_later_work(h: LifetimeHazard) -> bool:
+            # A stream created in this call and never handed out does no work after the release
+            # unless this function gives it some (a loop's next iteration).
+            alloc = h.storage.alloc_stream
+            if not (alloc.origin == "created" and "@" in alloc.key and not alloc.escapes):
+                return False
+            later = self.model.ops[h.release.index + 1:]
+            return not any(op.stream.key == alloc.key and op.on_device for op in later)
+
+        self.model.hazards = [h for h in self.model.hazards if h.storage.tensor and not host_side(h)]
+        self.model.lifetime_hazards = [
+            h for h in self.model.lifetime_hazards
+            if h.storage.tensor and not h.storage.on_host and not no_later_work(h)
+        ]

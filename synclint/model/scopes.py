@@ -101,8 +101,16 @@ class _Builder:
 
     def run_class(self, cls: cst.ClassDef) -> None:
         methods = [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
+        self._methods = {m.name.value: m for m in methods}
         init = next((m for m in methods if m.name.value == "__init__"), None)
-        others = [m for m in methods if m is not init]
+        # Private helpers called from the class are analysed where they are called (inlining),
+        # not as entry points of their own.
+        called = _called_on_self(self.module, methods)
+        others = [
+            m for m in methods
+            if m is not init and not (m.name.value.startswith("_") and not m.name.value.startswith("__")
+                                      and m.name.value in called)
+        ]
         counters: dict[str, int] = {}
         self._returns = {}
 
@@ -132,11 +140,15 @@ class _Builder:
             self.method(cls, method, counters, attributes, combined, record=True)
 
     _returns: dict = {}
+    _methods: dict = {}
 
     def method_returns(self, interps) -> dict:
         out = {}
         for name, interp in interps.items():
-            streams = {s.alloc_stream.key: s.alloc_stream for s in interp.returned_storages if s.alloc_stream}
+            returned = interp.returned_storages
+            if not returned or not all(s.tensor for s in returned):
+                continue  # not known to return tensors (`success, ids = ...` may be anything)
+            streams = {s.alloc_stream.key: s.alloc_stream for s in returned if s.alloc_stream}
             if len(streams) == 1:
                 stream = next(iter(streams.values()))
                 if stream.key.startswith("self."):
@@ -147,6 +159,7 @@ class _Builder:
         name = f"{cls.name.value}.{node.name.value}"
         model = FunctionModel(name, node, class_name=cls.name.value)
         interp = self.interpreter(model, counters, dict(attributes))
+        interp.class_methods = self._methods
         if record:
             interp.method_returns = dict(self._returns)
         if exports is not None:
@@ -164,6 +177,18 @@ class _Builder:
             for nested in interp.nested:
                 self.run_function(nested, name=f"{name}.{nested.name.value}")
         return interp
+
+
+def _called_on_self(module: cst.Module, methods) -> set:
+    """Names of methods some other method of the class calls as ``self.name(...)``."""
+    names = {m.name.value for m in methods}
+    called = set()
+    for method in methods:
+        text = module.code_for_node(method.body)
+        for name in names:
+            if name != method.name.value and f"self.{name}(" in text:
+                called.add(name)
+    return called
 
 
 def _informative(value) -> bool:

@@ -101,13 +101,27 @@ def join(a: State, b: State) -> State:
         else:
             only = ea or eb
             out.events[key] = EventState({}, only.recorded_by, only.stream)
-    for sid, accesses in b.history.items():
-        mine = out.history.get(sid, ())
-        if mine is accesses:
+    closed_a, closed_b = _closer(a), _closer(b)
+    for sid in set(a.history) | set(b.history):
+        mine, theirs = a.history.get(sid, ()), b.history.get(sid, ())
+        if mine is theirs:
             continue
-        merged = list(mine) + [a for a in accesses if a not in mine]
+        # An access made on one branch only, and already ordered before that branch's current
+        # stream when it ends, stays ordered on that path: the other branch cannot undo that.
+        merged = [x for x in mine if x in theirs or not closed_a(x)]
+        merged += [x for x in theirs if x not in mine and not closed_b(x)]
         out.history[sid] = tuple(merged[-HISTORY_LIMIT * 2:])
     return out
+
+
+def _closer(state: State):
+    key = state.current.key
+    vc = state.stream_vc(key)
+
+    def closed(access: Access) -> bool:
+        return access.stream.key != key and access.op.seq > 0 and vc.get(access.stream.key, 0) >= access.op.seq
+
+    return closed
 
 
 def _alternatives(a, b) -> Alternatives:

@@ -27,6 +27,8 @@ class StreamValue:
     #: ``streams[j]`` may alias.
     container: Optional[str] = None
     index: Optional[str] = None
+    #: Stored in an attribute, returned or handed to other code: it may do work later.
+    escapes: bool = False
 
     @property
     def is_default(self) -> bool:

@@ -3,12 +3,14 @@
 ``torch.cuda.Stream()`` hands out streams round-robin from a small per-device pool, so a stream per
 iteration soon aliases earlier ones (hidden serialization, or ordering assumptions that break).
 Not reported: one stream per device (the call's arguments use the loop variable), creation guarded
-by a condition inside the loop (lazy creation, caches), and ``ExternalStream`` (wraps a stream that
-exists already).
+by a condition inside the loop (lazy creation, caches), ``ExternalStream`` (wraps a stream that
+exists already), loops in ``__init__`` and loops that build a pool (the stream is stored in a
+container or attribute), and streams nothing uses.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import libcst as cst
@@ -47,12 +49,34 @@ class StreamCreatedInLoop(Rule):
                 seen.add(id(op.node))
                 if op.qualname == "torch.cuda.ExternalStream" or self.per_loop_key(ctx, op.node):
                     continue
+                if function.name.endswith("__init__") or self.pool_or_unused(ctx, op.node):
+                    continue
                 message = (
                     "a new stream is created on every loop iteration: `torch.cuda.Stream()` hands out "
                     "streams round-robin from a small fixed pool per device, so these alias earlier "
                     "streams; create the streams once, before the loop"
                 )
                 yield ctx.diagnostic(self, op.node, message)
+
+    @staticmethod
+    def pool_or_unused(ctx: RuleContext, call: cst.CSTNode) -> bool:
+        """Loops that build a pool (the stream is stored in a container or attribute) or make a
+        stream nothing uses are set-up, not per-iteration work."""
+        assign = next((a for a in ctx.positions.ancestors(call) if isinstance(a, cst.Assign)), None)
+        loop = next((a for a in ctx.positions.ancestors(call) if isinstance(a, (cst.For, cst.While))), None)
+        if assign is None or loop is None or not isinstance(assign.targets[0].target, cst.Name):
+            return assign is not None and not isinstance(assign.targets[0].target, cst.Name)
+        name = assign.targets[0].target.value
+        body = ctx.code_for(loop.body)
+        uses = re.findall(rf"(?<![\w.]){re.escape(name)}(?!\w)", body)
+        if len(uses) <= 1:
+            return True  # only the assignment: never used
+        stored = re.search(
+            rf"\.(put|put_nowait|append|add|insert)\(\s*{re.escape(name)}\s*\)|=\s*{re.escape(name)}\s*$",
+            body,
+            re.MULTILINE,
+        )
+        return stored is not None
 
     @staticmethod
     def per_loop_key(ctx: RuleContext, call: cst.CSTNode) -> bool:

@@ -1,0 +1,118 @@
+"""Calls to methods of the same class, analysed at the call site.
+
+Prefetchers, optimizers and pipeline stages split their stream logic over small methods:
+``step()`` makes the side stream wait, calls ``self._update()`` which works on it, then joins it;
+``forward()`` records an event and calls ``self._copy()`` which waits for it. Judged on its own,
+each helper looks wrong; judged where it is called, it is right. So a ``self.m(...)`` call walks
+``m``'s body right there, with the caller's state (current stream, clocks, events, attribute
+values) and the arguments bound to the parameters. Depth is bounded and recursion is cut, so the
+cost stays linear in practice. Private helpers that are called from the class are analysed only
+this way (see :mod:`synclint.model.scopes`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from synclint.model.state import join
+from synclint.model.values import Alternatives, storages_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synclint.model.interpreter import Interpreter
+
+#: How many nested ``self.m()`` calls are walked into.
+MAX_DEPTH = 2
+
+
+def can_inline(interp: "Interpreter", name: str) -> bool:
+    return (
+        name in interp.class_methods
+        and name not in interp.inline_stack
+        and len(interp.inline_stack) < MAX_DEPTH
+    )
+
+
+def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
+    """Walk ``method`` at ``call``; return the value it returns (or None)."""
+    exprs = interp.exprs
+    positional = [exprs.ev(arg.value) for arg in call.args if arg.keyword is None and not arg.star]
+    keywords = {arg.keyword.value: exprs.ev(arg.value) for arg in call.args if arg.keyword is not None}
+    params = list(method.params.posonly_params) + list(method.params.params)
+    if params and params[0].name.value in ("self", "cls"):
+        params = params[1:]
+
+    caller_env = interp.state.env
+    held_by_caller = {s.root.id for v in caller_env.values() for s in storages_of(v)}
+    env = {k: v for k, v in caller_env.items() if k.startswith(("self.", "cls."))}
+    names = set()
+    for index, param in enumerate(params + list(method.params.kwonly_params)):
+        name = param.name.value
+        names.add(name)
+        if index < len(positional) and index < len(params):
+            value = positional[index]
+        elif name in keywords:
+            value = keywords[name]
+        elif param.default is not None:
+            value = exprs.ev(param.default)
+        else:
+            value = None
+        env[name] = value
+    for star in (method.params.star_arg, method.params.star_kwarg):
+        if isinstance(star, cst.Param):
+            env[star.name.value] = None
+
+    saved_params, saved_entry_op = interp.params, interp.entry_op
+    caller_stream = interp.state.current
+    interp.state.env = env
+    for name, value in env.items():
+        for storage in storages_of(value):
+            storage.root.names.add(name)
+    interp.params = names
+    interp.inline_stack.append(method.name.value)
+    interp.inline_returns.append([])
+    interp.inline_keep.append(held_by_caller)
+    try:
+        interp.suite(method.body)
+    finally:
+        returns = interp.inline_returns.pop()
+        interp.inline_keep.pop()
+        interp.inline_stack.pop()
+        interp.params, interp.entry_op = saved_params, saved_entry_op
+
+    ends = [state for state, _ in returns]
+    if not interp.state.dead:
+        interp.release_locals(method, keep_ids=held_by_caller)
+        ends.append(interp.state)
+    state = ends[0] if ends else interp.state
+    for other in ends[1:]:
+        state = join(state, other)
+    # Back in the caller: its locals, plus whatever the helper did to attributes.
+    merged = dict(caller_env)
+    for key, value in state.env.items():
+        if key.startswith(("self.", "cls.")):
+            merged[key] = value
+    state.env = merged
+    if not state.dead:
+        state.current = caller_stream  # a `return` inside `with stream(...)` leaves the block too
+    interp.state = state
+
+    values = [value for _, value in returns if value is not None]
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return Alternatives(tuple(values[:8]))
+
+
+def return_from_inline(interp: "Interpreter", stmt: cst.Return) -> Optional[bool]:
+    """Handle ``return`` inside an inlined helper: remember the state and value, end the path."""
+    if not interp.inline_returns:
+        return None
+    value = interp.exprs.ev(stmt.value) if stmt.value is not None else None
+    keep = set(interp.inline_keep[-1]) | {s.root.id for s in storages_of(value)}
+    interp.release_locals(stmt, keep_ids=keep)
+    interp.inline_returns[-1].append((interp.state.copy(), value))
+    interp.state.dead = True
+    return True
