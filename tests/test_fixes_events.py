@@ -4,6 +4,7 @@ and the result still parses (and, where it matters, other findings did not appea
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -320,3 +321,22 @@ def test_sync_fixes_are_not_offered_in_one_line_suites() -> None:
     )
     (found,) = [d for d in lint_source(source) if d.code == "SYN304"]
     assert found.fix is None
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+MY_FIXTURES = sorted(
+    p for p in FIXTURES.rglob("bad_*.py") if p.parent.name[:4] in {"SYN2", "SYN3", "SYN5"}
+)
+
+
+@pytest.mark.parametrize("path", MY_FIXTURES, ids=[f"{p.parent.name}/{p.name}" for p in MY_FIXTURES])
+def test_every_fix_offered_on_the_fixtures_parses_and_removes_its_finding(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    for diagnostic in lint_source(text, str(path)):
+        if diagnostic.fix is None or diagnostic.code[:4] not in {"SYN2", "SYN3", "SYN5"}:
+            continue
+        fixed = _apply(text, diagnostic.fix)
+        cst.parse_module(fixed)
+        before = sum(d.code == diagnostic.code for d in lint_source(text, str(path)))
+        after = sum(d.code == diagnostic.code for d in lint_source(fixed, str(path)))
+        assert after < before, f"{diagnostic.code} fix did not remove its finding:\n{fixed}"
