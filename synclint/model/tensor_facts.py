@@ -247,20 +247,3 @@ class TensorFactsResolver:
                 return UNKNOWN_TENSOR
             return TensorFacts(base.device, None, base.how) if base else None
         return None
-
-    def loader_pins(self, iterable: cst.BaseExpression, at: cst.CSTNode) -> bool | None:
-        """Whether a ``DataLoader`` expression pins its batches (``pin_memory=True``)."""
-        try:
-            leaves = self.bindings.origins(iterable, at)
-        except Unknown:
-            return None
-        values = set()
-        for leaf in leaves:
-            if (
-                not isinstance(leaf, cst.Call)
-                or self.names.qualname(leaf.func) not in _PINNED_LOADERS
-            ):
-                return None
-            arg = keyword(leaf, "pin_memory")
-            values.add(False if arg is None else literal_bool(arg.value))
-        return values.pop() if len(values) == 1 else None

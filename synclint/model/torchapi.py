@@ -64,20 +64,6 @@ DEVICE_SYNCHRONIZE = frozenset(
         "torch.xpu.synchronize",
         "torch.mps.synchronize",
         "torch.accelerator.synchronize",
-        "torch.cuda.current_stream.synchronize",
-    }
-)
-#: Host clocks whose deltas measure wall time.
-HOST_CLOCKS = frozenset(
-    {
-        "time.time",
-        "time.perf_counter",
-        "time.monotonic",
-        "time.process_time",
-        "time.time_ns",
-        "time.perf_counter_ns",
-        "time.monotonic_ns",
-        "timeit.default_timer",
     }
 )
 
@@ -117,9 +103,6 @@ class ImportResolver:
             return None
         return self._resolve(node, self.aliases)
 
-    def call_qualname(self, call: cst.Call) -> str | None:
-        return self.qualname(call.func)
-
     def _resolve(self, node: cst.BaseExpression, aliases: dict[str, str]) -> str | None:
         if isinstance(node, cst.Name):
             return aliases.get(node.value)
@@ -130,15 +113,6 @@ class ImportResolver:
             callee = self._resolve(node.func, aliases)
             return _ACCELERATOR_MODULE if callee in self.wrappers else None
         return None
-
-    def is_event_class(self, node: cst.BaseExpression) -> bool:
-        return self.qualname(node) in EVENT_CLASSES
-
-    def is_stream_class(self, node: cst.BaseExpression) -> bool:
-        return self.qualname(node) in STREAM_CLASSES
-
-    def mentions_torch(self) -> bool:
-        return any(v.split(".")[0] == "torch" for v in self.aliases.values())
 
 
 class _ImportCollector(cst.CSTVisitor):
