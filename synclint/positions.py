@@ -7,6 +7,7 @@ node into a :class:`~synclint.diagnostics.Span`. Columns become 1-based here.
 
 from __future__ import annotations
 
+import re
 import sys
 from contextlib import contextmanager
 from typing import Iterable, Iterator
@@ -57,7 +58,8 @@ class PositionIndex:
             # traversal for nothing: 40% of the cost of positions on DeepSpeed's stage3.py).
             self._ranges = PositionProvider()._gen(wrapper)
         self._parents: dict[cst.CSTNode, cst.CSTNode] | None = None
-        self._lines = (source if source is not None else module.code).splitlines(keepends=True)
+        # Python's own line breaks only (str.splitlines also breaks at form feeds and others).
+        self._lines = re.split(r"(?<=\n)", source if source is not None else module.code)
 
     def span(self, node: cst.CSTNode) -> Span:
         r = self._ranges[node]

@@ -90,7 +90,9 @@ def join(a: State, b: State) -> State:
             out.env[name] = value
         elif mine is not value:
             out.env[name] = _alternatives(mine, value)
-    out.vc = {k: vc_meet(a.vc.get(k, {}), b.vc.get(k, {})) for k in set(a.vc) | set(b.vc)}
+    # What the host saw on a path orders all later work on that path, so fold it in first: a
+    # device wait on one arm and a host sync on the other both order what follows.
+    out.vc = {k: vc_meet(a.stream_vc(k), b.stream_vc(k)) for k in set(a.vc) | set(b.vc)}
     out.host_vc = vc_meet(a.host_vc, b.host_vc)
     for key in set(a.events) | set(b.events):
         ea, eb = a.events.get(key), b.events.get(key)

@@ -67,3 +67,15 @@ def is_identifier_path(text: str) -> bool:
 
 def describe_access(mode: str) -> str:
     return "written" if mode == "write" else "read"
+
+
+def block_stream_text(ctx: RuleContext, block: cst.With) -> Optional[str]:
+    """The stream argument of ``with torch.cuda.stream(<arg>):`` when it is a plain name or
+    attribute (a fix can then name the same stream before the block)."""
+    for item in block.items:
+        call = item.item
+        if isinstance(call, cst.Call) and call.args:
+            text = ctx.code_for(call.args[0].value)
+            if is_identifier_path(text):
+                return text
+    return None

@@ -14,6 +14,7 @@ from typing import Iterable, Optional
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import Hazard, OpKind
 from synclint.rules._common import (
+    block_stream_text,
     current_stream_call,
     describe_access,
     enclosing_with,
@@ -111,10 +112,12 @@ class UnorderedCrossStreamAccess(Rule):
             return None
         if first.stream.is_default and not second.stream.is_default:
             block = enclosing_with(ctx, second.node)
-            waiter = stream_text(second.stream)
-            if block is None or waiter is None or second.op.block_stream is None:
+            if block is None or second.op.block_stream is None:
                 return None
             if second.op.block_stream.key != second.stream.key:
+                return None
+            waiter = block_stream_text(ctx, block)  # the block's own argument, as written
+            if waiter is None:
                 return None
             text = f"{waiter}.wait_stream({current})"
             return ctx.insert_before_statement(

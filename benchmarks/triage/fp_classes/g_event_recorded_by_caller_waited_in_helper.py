@@ -16,3 +16,7 @@ class Sampler:
         tokens = logits.argmax(-1)
         self.gpu_ready.record()
         self._copy_to_cpu(tokens)
+        # Kept until the copy is known done (as the real sampler keeps its output): without this
+        # reference the reduced program would free `tokens` while the copy stream reads it, a real
+        # SYN102 hazard that the class is not about.
+        self.pending_tokens = tokens

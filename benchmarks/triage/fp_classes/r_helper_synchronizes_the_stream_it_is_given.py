@@ -20,4 +20,7 @@ class Receiver:
         self.recv(comm, tensor, 1, self.recv_stream)
         self.buffer_size += tensor.element_size() * tensor.numel()
         self.store[key] = tensor.clone()
+        # The clone runs on the default stream; without this the block could go back to the
+        # receive stream's pool while the clone still reads it (a real SYN102 hazard, not the class).
+        tensor.record_stream(torch.cuda.current_stream())
         tensor = None
