@@ -175,7 +175,7 @@ def difference(name: str, got: "torch.Tensor", want: "torch.Tensor") -> str | No
 def compare_exits(delayed: list[dict], reference: list[dict]) -> list[str]:
     differences = []
     for got, want in zip(delayed, reference):
-        for name in sorted(set(got) & set(want)):
+        for name in sorted(set(got) & set(want), key=lambda n: (n.startswith("<"), n)):
             said = difference(name, got[name], want[name])
             if said:
                 differences.append(said)
@@ -324,13 +324,12 @@ class Probe(Listener):
                 if not tensor.is_cuda or tensor.numel() == 0:
                     continue
                 ptr = tensor.untyped_storage().data_ptr()
-                if start <= ptr < end:
-                    note = (
-                        f"`{word}`'s freed block was handed out again to `{name}` (line "
-                        f"{frame.f_lineno}) while the other stream's use of it was still pending"
+                said = f"`{word}`'s freed block was handed out again to `{name}`"
+                if start <= ptr < end and not any(o.startswith(said) for o in self.observations):
+                    self.observations.append(
+                        f"{said} while the other stream's use of it was still pending "
+                        f"(seen before line {frame.f_lineno} ran)"
                     )
-                    if note not in self.observations:
-                        self.observations.append(note)
 
 
 def run_once(
