@@ -175,6 +175,10 @@ class ConfigFinder:
         self._by_dir: dict[Path, FileConfig] = {}
 
     def for_directory(self, directory: Path) -> FileConfig:
+        cached = self._by_dir.get(directory)  # as given: saves a resolve() per file on big trees
+        if cached is not None:
+            return cached
+        given = directory
         directory = directory.resolve()
         visited: list[Path] = []
         found: FileConfig | None = None
@@ -191,6 +195,7 @@ class ConfigFinder:
         result = found or self._fallback
         for seen in visited:
             self._by_dir[seen] = result
+        self._by_dir[given] = result
         return result
 
     def _config_in(self, directory: Path) -> FileConfig | None:

@@ -85,13 +85,15 @@ class Project:
         """The codes enabled for ``path`` and its analysis settings."""
         config = self.config_for(path.parent)
         ignored: frozenset[str] = frozenset()
-        try:
-            rel = path.resolve().relative_to(config.root).as_posix()
-        except ValueError:
-            rel = path.name
-        for spec, codes in self._per_file_ignores(config):
-            if spec.match_file(rel) or spec.match_file(path.name):
-                ignored |= codes
+        per_file_ignores = self._per_file_ignores(config)
+        if per_file_ignores:  # resolve() costs syscalls per file: only when patterns need it
+            try:
+                rel = path.resolve().relative_to(config.root).as_posix()
+            except ValueError:
+                rel = path.name
+            for spec, codes in per_file_ignores:
+                if spec.match_file(rel) or spec.match_file(path.name):
+                    ignored |= codes
         key = (config, ignored)
         if key not in self._settings:
             rules = all_rules()
