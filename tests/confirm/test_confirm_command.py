@@ -141,3 +141,16 @@ def test_end_to_end_with_a_stand_in_worker(twins, tmp_path) -> None:
     capture_result = verdicts[("syn502_buggy.py", "SYN502")]
     assert capture_result["methods"][0]["trials"] == 3  # three single-trial processes, merged
     assert capture_result["verdict"] == "confirmed"
+
+
+def test_progress_rewrites_one_line_on_a_terminal_and_is_silent_otherwise(capsys) -> None:
+    from synclint.confirm.command import Progress
+
+    shown = Progress(enabled=True)
+    shown.prefix = "finding 2 of 5 (SYN101 x.py:13) "
+    shown.show("delay: trial 3 of 5")
+    shown.done()
+    Progress(enabled=False).show("nothing")
+    err = capsys.readouterr().err
+    assert "\r\033[Kfinding 2 of 5 (SYN101 x.py:13) delay: trial 3 of 5" in err
+    assert "nothing" not in err
