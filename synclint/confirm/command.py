@@ -80,11 +80,11 @@ class Progress:
 
     def show(self, message: str) -> None:
         if self.enabled:
-            click.echo(f"\r\033[K{self.prefix}{message}", nl=False, err=True)
+            click.echo(f"\r\033[K{self.prefix}{message}", nl=False, err=True, color=True)
 
     def done(self) -> None:
         if self.enabled:
-            click.echo("\r\033[K", nl=False, err=True)
+            click.echo("\r\033[K", nl=False, err=True, color=True)
 
 
 def probe(python: str | None, timeout: float) -> dict:
