@@ -269,9 +269,8 @@ class ExpressionEvaluator:
     def condition(self, node: cst.BaseExpression) -> None:
         """A test the host evaluates: a tensor in it is converted with ``bool()``."""
         value = self.ev(node)
-        storages = storages_of(value)
+        storages = [s for s in storages_of(value) if s.tensor]  # `if reset:` on a flag is not a read
         if storages:
-            self.mark_tensor(storages)
             self.blocking_read(node, storages)
 
     def query_poll(self, test: cst.BaseExpression) -> bool:
@@ -553,6 +552,8 @@ class ExpressionEvaluator:
         return None
 
     def ex_Call(self, node: cst.Call, hint=None):
+        if self.i.resolver.is_wrapper_call(node):
+            return ModuleRef("torch.cuda")  # `acc = get_accelerator()` then `acc.Stream()`
         func = node.func
         if isinstance(func, cst.Attribute):
             receiver = self.ev(func.value)
@@ -803,7 +804,8 @@ class ExpressionEvaluator:
             return out_storages[0]
         if not storages:
             device_node = _keyword(node, "device")
-            device = self.device_of(device_node) if device_node is not None else "cpu"
+            # Only factories default to the CPU; `torch.stack([...])` of unknown values may be anywhere.
+            device = self.device_of(device_node) if device_node is not None else None
             storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current, device=device)
             if not storage.on_host:
                 op = self.i.emit(OpKind.ACCESS, node, writes=(storage,), qualname=name)
@@ -825,6 +827,10 @@ class ExpressionEvaluator:
         asynchronous = _is_true(_keyword(node, "async_op")) or name in api.ALWAYS_ASYNC_COLLECTIVES
         outputs = storages[:1] if name in api.COLLECTIVE_OUTPUT_FIRST else []
         inputs = [s for s in storages if s not in outputs]
+        for storage in storages:
+            # ProcessGroupNCCL records its tensors on its internal stream (or stashes them in the
+            # Work) until the collective completes: the allocator cannot reuse them early.
+            storage.root.recorded_streams.append(self.state.current)
         if not asynchronous:
             self.tensor_op(node, reads=inputs, writes=outputs)
             return None
@@ -1023,6 +1029,13 @@ class ExpressionEvaluator:
             self.i.host_sees({op.stream.key: op.seq})
         return op
 
+    def tensor_device(self, node: Optional[cst.BaseExpression]) -> bool:
+        """``other.device`` where ``other`` is a known tensor (not ``self.device``)."""
+        if not (isinstance(node, cst.Attribute) and node.attr.value == "device"):
+            return False
+        key = dotted(node.value)
+        return key is not None and bool(storages_of(self.state.env.get(key)))
+
     def transfer(self, node: cst.Call, storages: list[Storage], method: str, hint: Optional[str]):
         positional = _positional(node)
         values = self.args(node)
@@ -1031,6 +1044,7 @@ class ExpressionEvaluator:
         non_blocking = _is_true(_keyword(node, "non_blocking"))
         target: Optional[str]
         pinned = False
+        device_node = None
         if method in ("cuda", "xpu"):
             target = "cuda"
         elif method == "cpu":
@@ -1049,10 +1063,15 @@ class ExpressionEvaluator:
                 non_blocking = True
         else:
             target = src.device  # dtype conversion
-        if src.device is None and target != "cpu" and (
-            method in ("cuda", "xpu", "pin_memory") or non_blocking or (method == "to" and target == "cuda")
+        if method == "pin_memory":
+            mark_host(src)  # only host memory can be pinned; nothing touches the GPU
+        elif src.device is None and (
+            (target == "cuda" and method in ("cuda", "xpu", "to"))
+            or (method == "to" and non_blocking and target is None and not self.tensor_device(device_node))
         ):
-            mark_host(src)  # uploading it: the source is host memory
+            # Uploading it (`.cuda()`, `.to("cuda")`, `.to(device, non_blocking=True)`): the source
+            # is host memory. Not `.to(other.device)`, which follows another tensor wherever it is.
+            mark_host(src)
         direction = _direction(src.device, target)
         result = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
                                     device=target, pinned=pinned or None)

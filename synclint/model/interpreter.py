@@ -384,7 +384,22 @@ class Interpreter:
         self.exprs.ev(stmt.value)
 
     def st_Assign(self, stmt: cst.Assign) -> None:
-        hint = dotted(stmt.targets[0].target) or "tensor"
+        target = stmt.targets[0].target
+        if (
+            len(stmt.targets) == 1
+            and isinstance(target, (cst.Tuple, cst.List))
+            and isinstance(stmt.value, (cst.Tuple, cst.List))
+            and len(target.elements) == len(stmt.value.elements)
+        ):
+            # `s1, s2 = Stream(), Stream()`: each value is named after its own target.
+            values = [
+                self.exprs.ev(v.value, hint=dotted(t.value) or "tensor")
+                for t, v in zip(target.elements, stmt.value.elements)
+            ]
+            for t, value in zip(target.elements, values):
+                self.assign(t.value, value, stmt)
+            return
+        hint = dotted(target) or "tensor"
         value = self.exprs.ev(stmt.value, hint=hint)
         for target in stmt.targets:
             self.assign(target.target, value, stmt)
