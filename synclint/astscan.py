@@ -36,3 +36,39 @@ def has_bare_method_call(tree: ast.AST, methods: frozenset[str]) -> bool:
             if type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in methods:
                 return True
     return False
+
+
+def has_with_call(tree: ast.AST) -> bool:
+    """Is there a ``with`` (or ``async with``) statement over a call, ``with f(...):``?"""
+    for statement in iter_statements(tree):
+        if type(statement) in (ast.With, ast.AsyncWith):
+            if any(type(item.context_expr) is ast.Call for item in statement.items):
+                return True
+    return False
+
+
+def uses_identifier(tree: ast.AST, names: frozenset[str]) -> bool:
+    """Is one of ``names`` used as a name or an attribute anywhere? (A full walk: ask it last.)"""
+    for node in ast.walk(tree):
+        kind = type(node)
+        if (kind is ast.Name and node.id in names) or (kind is ast.Attribute and node.attr in names):
+            return True
+    return False
+
+
+def imports_or_names_module(tree: ast.AST, modules: frozenset[str]) -> bool:
+    """Is one of ``modules`` imported (any form, any depth), or used as a bare name?
+
+    synclint's import resolver qualifies an unimported bare ``time`` as the module ``time``, so a
+    bare use counts as much as an import."""
+    for statement in iter_statements(tree):
+        kind = type(statement)
+        if kind is ast.Import:
+            if any(alias.name.split(".")[0] in modules for alias in statement.names):
+                return True
+        elif kind is ast.ImportFrom:
+            if (statement.module or "").split(".")[0] in modules:
+                return True
+            if any(alias.name in modules for alias in statement.names):
+                return True
+    return any(type(node) is ast.Name and node.id in modules for node in ast.walk(tree))

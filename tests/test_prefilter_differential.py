@@ -197,3 +197,45 @@ def test_bare_call_scan_matches_libcst_on_corpus(tmp_path):
         assert has_bare_method_call(tree, TRANSFERS) == _libcst_bare_calls(source, TRANSFERS), path
         agreed += 1
     assert agreed > 50
+
+
+GRAPH_OPENERS = st.sampled_from([
+    ("import torch", "with torch.cuda.graph(g):"),
+    ("from torch.cuda import graph as capture", "with capture(g):"),
+    ("import torch.cuda.graphs as graphs", "with graphs.graph(g):"),
+    ("from torch.cuda import graphs", "with graphs.graph(g, pool=None) as ctx:"),
+    ("import torch", "g.capture_begin()"),
+])
+GRAPH_SYNCS = st.sampled_from(["torch.cuda.synchronize()", "y.item()", "s.synchronize()", "y.cpu()", "pass"])
+TIME_HEADERS = st.sampled_from(["", "import time", "# timing: time.time() below", '"""time it"""'])
+
+
+@st.composite
+def graph_and_timer_programs(draw) -> str:
+    imports, opener = draw(GRAPH_OPENERS)
+    sync = draw(GRAPH_SYNCS)
+    header = draw(TIME_HEADERS)
+    body = ["g = torch.cuda.CUDAGraph()", "s = torch.cuda.Stream()", "y = torch.ones(4, device='cuda')"]
+    if opener.endswith(":"):
+        body += [opener, f"    y = y * 2", f"    {sync}"]
+    else:
+        body += [opener, "y = y * 2", sync, "g.capture_end()"]
+    if draw(st.booleans()):
+        body += ["t0 = time.time()", "z = y @ y", "t1 = time.time()", "print(t1 - t0)"]
+    return "\n".join(["import torch", imports, header, "", "def f():", *("    " + line for line in body)]) + "\n"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph_and_timer_programs())
+def test_generated_graph_capture_and_timer_spellings_lint_identically(source):
+    compile(source, "generated.py", "exec")
+    assert_same(source, "generated.py")
+
+
+def test_graph_and_timer_generator_reaches_its_rules():
+    captured = ("import torch\nfrom torch.cuda import graph as capture\n\ndef f():\n"
+                "    g = torch.cuda.CUDAGraph()\n    with capture(g):\n        torch.cuda.synchronize()\n")
+    unimported = ("import torch\n\ndef f():\n    x = torch.zeros(4, device='cuda')\n    t0 = time.time()\n"
+                  "    y = x @ x\n    t1 = time.time()\n    print(t1 - t0)\n")
+    assert "SYN502" in [d.code for d in assert_same(captured, "captured.py")]
+    assert "SYN205" in [d.code for d in assert_same(unimported, "unimported.py")]

@@ -14,6 +14,7 @@ from typing import Iterable
 
 import libcst as cst
 
+from synclint.astscan import imports_or_names_module
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
 from synclint.model.host_queries import unseen_cuda_work
@@ -32,6 +33,8 @@ class HostTimerWithoutSync(Rule):
     #: Host clocks resolve to ``time.*`` or ``timeit.*``: the identifier ``time`` or ``timeit`` must
     #: occur (in the import or the call), not merely the letters (``runtime``, ``timestamp``).
     trigger_pattern = r"\b(?:time|timeit)\b"
+    #: ... and in code, not only in comments or docstrings: imported, or used as a bare name.
+    syntax_check = staticmethod(lambda tree: imports_or_names_module(tree, frozenset({"time", "timeit"})))
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 
+from synclint.astscan import has_with_call, uses_identifier
 from synclint.cstwalk import walk
 from synclint.diagnostics import Diagnostic
 from synclint.model.bindings import iter_calls
@@ -31,6 +32,12 @@ class SyncDuringGraphCapture(Rule):
     name = "sync-during-graph-capture"
     summary = "a synchronizing call inside `torch.cuda.graph(...)` capture"
     triggers = ("graph", "capture_begin")
+    #: Graph contexts qualify to ``torch.cuda[.graphs].graph``: the identifier ``graph`` occurs.
+    trigger_pattern = r"\bgraph\b|capture_begin"
+    #: A captured region is ``with <call>(...):`` or follows a ``capture_begin`` call.
+    syntax_check = staticmethod(
+        lambda tree: has_with_call(tree) or uses_identifier(tree, frozenset({"capture_begin"}))
+    )
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         seen: set[int] = set()
