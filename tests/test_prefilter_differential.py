@@ -239,3 +239,23 @@ def test_graph_and_timer_generator_reaches_its_rules():
                   "    y = x @ x\n    t1 = time.time()\n    print(t1 - t0)\n")
     assert "SYN502" in [d.code for d in assert_same(captured, "captured.py")]
     assert "SYN205" in [d.code for d in assert_same(unimported, "unimported.py")]
+
+
+def test_module_and_with_scans():
+    import ast
+
+    from synclint.astscan import has_with_call, imports_or_names_module, uses_identifier
+
+    time_mod = frozenset({"time", "timeit"})
+    yes = ["import time", "import os.path, time as t", "from time import perf_counter",
+           "from timeit import default_timer as timer", "def f():\n    import time\n",
+           "x = time.time()", "from . import time"]
+    no = ["# time.time()", '"""time it"""', "x = self.time", "import timer", "runtime = 1"]
+    for source in yes:
+        assert imports_or_names_module(ast.parse(source), time_mod), source
+    for source in no:
+        assert not imports_or_names_module(ast.parse(source), time_mod), source
+    assert has_with_call(ast.parse("class C:\n    def m(self):\n        with g(x) as y, open(p):\n            pass\n"))
+    assert not has_with_call(ast.parse("with ctx:\n    pass\n"))
+    assert uses_identifier(ast.parse("g.capture_begin()"), frozenset({"capture_begin"}))
+    assert not uses_identifier(ast.parse("'capture_begin'"), frozenset({"capture_begin"}))
