@@ -207,3 +207,7 @@ STORING_METHODS = {"append", "extend", "insert", "add", "put", "put_nowait", "se
 #: Tensor "transfer" methods (device, dtype or pinning changes).
 TRANSFER_METHODS = {"to", "cuda", "cpu", "pin_memory", "xpu", "double", "float", "half",
                     "bfloat16", "int", "long", "bool", "type_as"}
+
+#: Torch functions that make CPU tensors unless given a device (not `stack`/`cat`, which follow
+#: their inputs).
+HOST_FACTORIES = {"frombuffer", "from_file", "from_numpy", "asarray", "tensor", "as_tensor"}

@@ -20,6 +20,7 @@ from synclint.model.inlining import can_inline, inline_call
 from synclint.model.state import vc_join
 from synclint.model.timeline import CopyInfo, Op, OpKind
 from synclint.model.values import (
+    HOST_NAME,
     HOST,
     Alternatives,
     EventValue,
@@ -112,6 +113,7 @@ class ExpressionEvaluator:
         result_label: Optional[str] = None,
         device: Optional[str] = "same",
         evidence: bool = True,
+        mark_arguments: bool = True,
     ) -> Optional[Storage]:
         """Enqueue tensor work on the current stream (or run it on the host for CPU tensors)."""
         reads = list(reads)
@@ -129,7 +131,7 @@ class ExpressionEvaluator:
                 tensor=evidence,
             )
             writes.append(result)
-        if evidence:
+        if evidence and mark_arguments:
             for storage in reads + writes:
                 storage.tensor = True
         host_reads = [s for s in reads if s.on_host]
@@ -188,16 +190,22 @@ class ExpressionEvaluator:
     def derived(self, value, label: str, node: cst.CSTNode):
         """An unknown function of ``value`` (tuple unpacking of an unknown call's result)."""
         if storages_of(value):
-            return self.i.new_storage(label, node, alloc_stream=self.state.current, tensor=False)
+            # Where it was allocated is unknown (the callee may return something it was given).
+            return self.i.new_storage(label, node, alloc_stream=None, tensor=False)
         return None
 
     def materialize(self, node: cst.BaseExpression) -> Storage:
         """A value of unknown origin used with a tensor-only method is a tensor (made elsewhere)."""
         key = dotted(node)
-        storage = self.i.new_storage(key or "<expr>", node, origin="unknown", tensor=True)
+        storage = self.i.new_storage(key or "<expr>", node, origin="unknown", tensor=True,
+                                     device="cpu" if key and HOST_NAME.search(key.rsplit(".", 1)[-1]) else None)
         if key is not None and (key.startswith("self.") or key in self.state.env):
             self.i.bind(key, storage)
-        if key is not None and not key.startswith("self."):
+        if key is not None and not key.startswith("self.") and (
+            not self.i.inline_stack or key.split(".")[0] in self.i.params or key in self.i.param_elements
+        ):
+            # Of unknown origin: made by the caller, on its stream. Inside a helper walked from a
+            # call site, only what the call passed in counts as the caller's.
             self.i.unknown_origin(storage)
         return storage
 
@@ -216,7 +224,10 @@ class ExpressionEvaluator:
         if key is None:
             return None
         if key.startswith("self."):
-            origin = "attribute"
+            # A stream attribute the class never assigns (dead code, or set by unseen code) may be
+            # anything, the current stream included.
+            assigned = self.i.assigned_attributes
+            origin = "attribute" if assigned is None or key[5:] in assigned else "unknown"
         elif key in self.i.params:
             origin = "parameter"
         else:
@@ -312,7 +323,11 @@ class ExpressionEvaluator:
             return "stream", value
         return "other", None
 
-    def element_of(self, iterable, target: cst.BaseExpression):
+    def element_of(self, iterable, target: cst.BaseExpression, source: Optional[cst.BaseExpression] = None):
+        if iterable is None and source is not None:
+            key = dotted(source)
+            if key is not None and key + "[]" in self.state.env:
+                return self.state.env[key + "[]"]
         if isinstance(iterable, StreamList):
             index = dotted(target) or "i"
             return StreamValue(f"{iterable.key}[{index}]", f"stream `{iterable.key}[{index}]`", "created",
@@ -388,6 +403,10 @@ class ExpressionEvaluator:
             text = self.i.model_code(inner.value) if isinstance(inner, cst.Index) else "i"
             return StreamValue(f"{base.key}[{text}]", f"stream `{base.key}[{text}]`", "created",
                                container=base.key, index=text)
+        if base is None:
+            key = dotted(node.value)
+            if key is not None and key + "[]" in self.state.env:
+                return self.state.env[key + "[]"]
         if isinstance(base, TupleValue):
             inner = node.slice[0].slice
             if isinstance(inner, cst.Index) and isinstance(inner.value, cst.Integer):
@@ -426,6 +445,8 @@ class ExpressionEvaluator:
         return value
 
     def binary(self, node: cst.BinaryOperation, left, right, hint):
+        if isinstance(left, TupleValue) or isinstance(right, TupleValue) or _sequence_expr(node):
+            return None  # list/tuple arithmetic (`xs + [pad] * n`) is Python, not a kernel
         storages = storages_of(left) + storages_of(right)
         if storages:
             # Arithmetic is evidence only when an operand is known to be a tensor (`rank * n` on two
@@ -568,6 +589,11 @@ class ExpressionEvaluator:
                 return self.event_method(node, receiver, method)
             if isinstance(receiver, WorkValue):
                 return self.work_method(node, receiver, method)
+            if isinstance(receiver, Alternatives) and all(isinstance(v, WorkValue) for v in receiver.values):
+                result = None
+                for work in receiver.values:
+                    result = self.work_method(node, work, method)
+                return result
             if method in _STREAM_ONLY_METHODS and (receiver is None or isinstance(receiver, Storage)):
                 stream = self.as_stream(func.value, receiver)
                 if stream is not None:
@@ -703,6 +729,14 @@ class ExpressionEvaluator:
             for storage in storages:
                 storage.root.escapes = True
 
+    def unknown_result(self, node: cst.Call, storages: list, hint: Optional[str]):
+        """The result of an unknown call given tensors: a tensor made on the current stream if
+        used as one later; host memory when every tensor given was host memory."""
+        evidence = any(s.tensor for s in storages)
+        device = "cpu" if all(s.root.on_host for s in storages) else None
+        return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", device=device,
+                              evidence=evidence, mark_arguments=False)
+
     def unknown_call(self, node: cst.Call, hint: Optional[str]):
         name = self.i.resolver.qualify(node.func) or ""
         if name and self.sync_by_name(node, name):
@@ -712,8 +746,7 @@ class ExpressionEvaluator:
         storages = [s for v in values for s in storages_of(v)]
         if not storages:
             return None
-        evidence = any(s.tensor for s in storages)
-        return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", device=None, evidence=evidence)
+        return self.unknown_result(node, storages, hint)
 
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
         if method in ("wait_stream", "wait_event", "record_event") or (
@@ -743,6 +776,8 @@ class ExpressionEvaluator:
             return storage
         values = self.args(node)
         self.handed_to_unknown(node, values, method)
+        if method in ("append", "insert") and values and any(isinstance(v, WorkValue) for v in values):
+            self.i.keep_in_container(func.value, values[-1])
         if method in api.STORING_METHODS:
             for value in values:
                 for storage in storages_of(value):
@@ -750,8 +785,7 @@ class ExpressionEvaluator:
             return None
         storages = [s for v in values for s in storages_of(v)]
         if storages:
-            evidence = any(s.tensor for s in storages)
-            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", device=None, evidence=evidence)
+            return self.unknown_result(node, storages, hint)
         return None
 
     def factory(self, node: cst.Call, name: str, hint: Optional[str]):
@@ -805,7 +839,8 @@ class ExpressionEvaluator:
         if not storages:
             device_node = _keyword(node, "device")
             # Only factories default to the CPU; `torch.stack([...])` of unknown values may be anywhere.
-            device = self.device_of(device_node) if device_node is not None else None
+            default = "cpu" if name.rsplit(".", 1)[-1] in api.HOST_FACTORIES else None
+            device = self.device_of(device_node) if device_node is not None else default
             storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current, device=device)
             if not storage.on_host:
                 op = self.i.emit(OpKind.ACCESS, node, writes=(storage,), qualname=name)
@@ -1004,6 +1039,8 @@ class ExpressionEvaluator:
         )
         dst = destinations[0]
         src = sources[0] if sources else None
+        if src is not None and src.root.device is None and non_blocking and dst.root.device == "cuda":
+            mark_host(src)  # a non-blocking copy into device memory from a source of unknown kind
         direction = _direction(src.device if src else None, dst.device)
         self.mark_tensor(destinations + sources)
         if direction == "h2h":
@@ -1080,6 +1117,15 @@ class ExpressionEvaluator:
             return result
         self._copy_op(node, src, result, non_blocking, direction)
         return result
+
+
+def _sequence_expr(node: cst.BaseExpression) -> bool:
+    """A list or tuple display, comprehension, or arithmetic on them (`[x] * n`, `xs + [y]`)."""
+    if isinstance(node, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply)):
+        return _sequence_expr(node.left) or _sequence_expr(node.right)
+    return False
 
 
 def mark_host(storage: Storage, depth: int = 3) -> None:

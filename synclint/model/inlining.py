@@ -69,7 +69,9 @@ def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
     for name, value in env.items():
         for storage in storages_of(value):
             storage.root.names.add(name)
-    interp.params = names
+    # Only parameters bound to something known stand for the caller's values; unknown ones (a
+    # list built by a comprehension) are not "produced on the caller's stream".
+    interp.params = {n for n in names if env.get(n) is not None}
     interp.inline_stack.append(method.name.value)
     interp.inline_returns.append([])
     interp.inline_keep.append(held_by_caller)

@@ -16,6 +16,7 @@ joined with their handlers. Expression handling (calls, tensor methods) lives in
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Callable, Iterable, Optional
 
 import libcst as cst
@@ -32,7 +33,10 @@ from synclint.model.timeline import (
     OpKind,
     ordered,
 )
+from synclint.model.state import _alternatives as _alternatives_of
 from synclint.model.values import (
+    HOST_NAME,
+    WorkValue,
     HOST,
     Alternatives,
     EventValue,
@@ -46,7 +50,21 @@ from synclint.model.values import (
 from synclint.settings import AnalysisSettings
 
 _storage_ids = itertools.count(1)
+
 _HOLDERS = frozenset({Storage, Alternatives, TupleValue})
+
+
+def _target_names(target: cst.BaseExpression) -> set:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _target_names(e.value)}
+    return set()
+
+
+def _holds_work(value) -> bool:
+    values = value.values if isinstance(value, Alternatives) else (value,)
+    return any(isinstance(v, WorkValue) for v in values)
 
 
 def _is_self_attribute(node: cst.CSTNode) -> bool:
@@ -91,6 +109,9 @@ class Interpreter:
         self.graph_depth = 0
         self.params: set[str] = set()
         self.flag_params: set[str] = set()
+        self.param_elements: set[str] = set()
+        #: Attribute names the enclosing class assigns somewhere (None outside classes).
+        self.assigned_attributes: Optional[set] = None
         self._hazard_keys: set = set()
         self._lifetime_keys: set = set()
         self.returned_stream = False
@@ -190,6 +211,8 @@ class Interpreter:
                 continue  # the caller filled host memory on the host: no stream is involved
             if not prev.stream.distinct_from(op.stream):
                 continue
+            if prev.stream.origin == "collective" and op.stream.origin == "collective":
+                continue  # ordered by the framework's own Work handling, which we cannot follow
             if ordered(prev.op, op.vc, op.stream):
                 continue
             self._hazard(prev, access)
@@ -349,7 +372,8 @@ class Interpreter:
                 return HOST
         if isinstance(param.default, cst.Name) and param.default.value in ("True", "False"):
             return HOST
-        storage = self.new_storage(name, param, origin="param", tensor=(tail == "Tensor"))
+        storage = self.new_storage(name, param, origin="param", tensor=(tail == "Tensor"),
+                                   device="cpu" if HOST_NAME.search(name) else None)
         if self.settings.parameter_origin == "caller-stream":
             op = self.emit(OpKind.ENTRY, param, writes=(storage,), note="by the caller")
             self.access(op, storage, "write")
@@ -529,14 +553,18 @@ class Interpreter:
                 inner = element.value
                 if items is not None and index < len(items) and not isinstance(element, cst.StarredElement):
                     self.assign(inner, items[index], stmt)
-                elif isinstance(value, Storage):
-                    self.assign(inner, value, stmt)  # unpacking a tensor: views of it
                 else:
-                    self.assign(inner, self.exprs.derived(value, dotted(inner) or "tensor", stmt), stmt)
+                    # `out, lse = f(x)`: each part of an unknown result, made where the call ran;
+                    # a tensor only if used as one (`ok, ids = f(x)` is often a flag and a list).
+                    # Not written on the current stream here: such parts are as often host values.
+                    part = self.exprs.derived(value, dotted(inner) or "tensor", stmt)
+                    self.assign(inner, part, stmt)
         elif isinstance(target, cst.Subscript):
             base = self.exprs.ev(target.value)
             for element in target.slice:
                 self.exprs.ev(getattr(element.slice, "value", None))
+            if _holds_work(value):
+                self.keep_in_container(target.value, value)
             base_storages = storages_of(base)
             if base_storages:
                 # `d[k] = v` on a value with no tensor evidence is as likely a dict store.
@@ -548,6 +576,17 @@ class Interpreter:
                     storage.escapes = True
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, None, stmt)
+
+    def keep_in_container(self, container: cst.BaseExpression, value) -> None:
+        """``works[i] = dist.all_reduce(..., async_op=True)`` / ``works.append(...)``: remember the
+        handles under ``works[]`` so that ``works[i].wait()`` and ``for w in works: w.wait()`` find
+        them (every handle stored there is taken to be waited: precision first)."""
+        key = dotted(container)
+        if key is None:
+            return
+        key += "[]"
+        old = self.state.env.get(key)
+        self.state.env[key] = value if old is None else _alternatives_of(old, value)
 
     # -- control flow -------------------------------------------------------------------------
 
@@ -640,8 +679,13 @@ class Interpreter:
     def st_For(self, stmt: cst.For) -> None:
         iterable = self.exprs.ev(stmt.iter)
 
+        sources = [stmt.iter] + ([a.value for a in stmt.iter.args] if isinstance(stmt.iter, cst.Call) else [])
+        if any(isinstance(n, cst.Name) and n.value in self.params for n in sources):
+            # Elements of a parameter (`for t in tensors:`) are the caller's values too.
+            self.param_elements.update(_target_names(stmt.target))
+
         def body() -> None:
-            self.assign(stmt.target, self.exprs.element_of(iterable, stmt.target), stmt)
+            self.assign(stmt.target, self.exprs.element_of(iterable, stmt.target, stmt.iter), stmt)
             self.suite(stmt.body)
 
         self.loop(body)

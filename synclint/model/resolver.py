@@ -19,6 +19,8 @@ _NAMESPACE_ALIASES = {
     "torch.accelerator": "torch.cuda",
     "torch.cuda.streams": "torch.cuda",
     "torch.mtia": "torch.cuda",
+    # DeepSpeed's communication layer mirrors torch.distributed's API.
+    "deepspeed.comm": "torch.distributed",
 }
 _NAME_ALIASES = {
     "torch.Stream": "torch.cuda.Stream",

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Optional
 
 import libcst as cst
@@ -102,6 +103,7 @@ class _Builder:
     def run_class(self, cls: cst.ClassDef) -> None:
         methods = [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
         self._methods = {m.name.value: m for m in methods}
+        self._assigned = set(re.findall(r"self\.(\w+)\s*(?::[^=\n]*)?=(?!=)", self.module.code_for_node(cls)))
         init = next((m for m in methods if m.name.value == "__init__"), None)
         # Private helpers called from the class are analysed where they are called (inlining),
         # not as entry points of their own.
@@ -119,7 +121,9 @@ class _Builder:
         if init is not None:
             interp = self.method(cls, init, counters, {}, record=True)
             attributes = _attributes(interp)
-            init_exports = _Exports.of(interp)
+            # What `__init__` does on the caller's stream (allocating and zeroing buffers) is
+            # long done by the time other methods run; its side-stream work (a first prefetch) is not.
+            init_exports = _Exports.of(interp, keep_entry_stream=False)
 
         # Round 1: learn what each method leaves open.
         exports = [init_exports]
@@ -137,10 +141,15 @@ class _Builder:
         combined = _Exports.combine(exports)
         self._returns = self.method_returns(first_round)
         for method in others:
-            self.method(cls, method, counters, attributes, combined, record=True)
+            interp = self.method(cls, method, counters, attributes, combined, record=True)
+            if method.name.value in called:
+                # Called from the class too: its parameters are judged at those call sites, where
+                # they are bound to the caller's values (and its waits).
+                interp.model.hazards = [h for h in interp.model.hazards if not _parameter_entry(h.first.op)]
 
     _returns: dict = {}
     _methods: dict = {}
+    _assigned: Optional[set] = None
 
     def method_returns(self, interps) -> dict:
         out = {}
@@ -160,6 +169,7 @@ class _Builder:
         model = FunctionModel(name, node, class_name=cls.name.value)
         interp = self.interpreter(model, counters, dict(attributes))
         interp.class_methods = self._methods
+        interp.assigned_attributes = self._assigned
         if record:
             interp.method_returns = dict(self._returns)
         if exports is not None:
@@ -177,6 +187,10 @@ class _Builder:
             for nested in interp.nested:
                 self.run_function(nested, name=f"{name}.{nested.name.value}")
         return interp
+
+
+def _parameter_entry(op) -> bool:
+    return op.kind == OpKind.ENTRY and op.origin_op is None and op.note == "by the caller"
 
 
 def _called_on_self(module: cst.Module, methods) -> set:
@@ -208,7 +222,7 @@ class _Exports:
         self.events: dict[str, tuple[EventValue, list[Access], tuple]] = {}
 
     @classmethod
-    def of(cls, interp: Interpreter) -> "_Exports":
+    def of(cls, interp: Interpreter, keep_entry_stream: bool = True) -> "_Exports":
         out = cls()
         state = interp.state
         entry_vc = state.stream_vc(interp.entry.key)
@@ -220,7 +234,7 @@ class _Exports:
         }
         for sid, storage in attribute_storages.items():
             for access in state.history.get(sid, ()):
-                if not access.op.seq:
+                if not access.op.seq or (not keep_entry_stream and access.stream.key == interp.entry.key):
                     continue
                 # Work on the caller's stream stays open for side streams; side-stream work the
                 # caller's stream already waited for is closed.

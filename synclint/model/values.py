@@ -6,10 +6,14 @@ same :class:`Storage`. Identity matters, equality does not, so values compare by
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
+
+#: Names that say "host memory" (`cpu_backup`, `host_buf`, `pinned`): taken at their word.
+HOST_NAME = re.compile(r"(^|_)(cpu|host|pinned)(_|$)", re.IGNORECASE)
 
 #: How sure we are of a stream's identity. Only streams whose origins make them provably distinct
 #: are compared for hazards (precision first): see :meth:`StreamValue.distinct_from`.

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+import libcst as cst
+
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import Hazard, OpKind
 from synclint.rules._common import (
@@ -44,6 +46,11 @@ def first_clause(hazard: Hazard, ctx: RuleContext) -> str:
     first = hazard.first
     where = f"{first.stream.label} (line {ctx.line(first.node)})"
     if first.op.kind == OpKind.ENTRY and first.op.origin_op is None:
+        if isinstance(first.node, cst.FunctionDef):
+            return (
+                f"`{hazard.storage.label}` comes from before `{first.node.name.value}` started (line "
+                f"{ctx.line(first.node)}), so it is taken to be produced on {first.stream.label}"
+            )
         return f"`{hazard.storage.label}` is produced on {first.stream.label} by the caller (parameter, line {ctx.line(first.node)})"
     if first.op.kind == OpKind.ENTRY:
         return f"`{hazard.storage.label}` is {describe_access(first.mode)} on {where} in another method"
@@ -58,16 +65,17 @@ class UnorderedCrossStreamAccess(Rule):
     triggers = ("stream", "Stream", "async_op", "isend", "irecv")
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        # One finding per access site and pair of streams, naming every tensor involved (a helper
+        # walked from several call sites is still one finding).
+        groups: dict[tuple, list[Hazard]] = {}
         for function in functions(ctx):
-            # One finding per access site and pair of streams, naming every tensor involved.
-            groups: dict[tuple, list[Hazard]] = {}
             for hazard in function.hazards:
                 if hazard.common_producer is not None:
                     continue
                 key = (id(hazard.second.node), hazard.first.stream.key, hazard.second.stream.key)
                 groups.setdefault(key, []).append(hazard)
-            for hazards in groups.values():
-                yield self.report(ctx, hazards)
+        for hazards in groups.values():
+            yield self.report(ctx, hazards)
 
     def report(self, ctx: RuleContext, hazards: list[Hazard]) -> Diagnostic:
         hazard = hazards[0]
