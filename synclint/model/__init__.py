@@ -40,6 +40,15 @@ parameters are produced on the caller's current stream before the function start
 neither synchronize nor switch streams, and read their tensor arguments on the current stream; a
 stream whose identity is uncertain (a parameter, a value from an unknown call) is never reported as
 racing, because it may be the current stream.
+
+Precision heuristics, each learned from false positives on real projects (see
+``benchmarks/triage.md``): values need evidence of being tensors before hazards on them are reported
+(:attr:`Storage.tensor`); a helper named ``*sync*`` synchronizes; names such as ``cpu_*`` are host
+memory, and so is the source of an upload; ``self.m(...)`` calls are walked at the call site
+(:mod:`.inlining`); boolean flag parameters and ``self.`` configuration tests keep the waits they
+guard; static slices of one buffer are disjoint; collectives keep their tensors alive and are ordered
+among themselves by the framework; a stream created in a call and never handed out does no later
+work.
 """
 
 from synclint.model.scopes import build_module_model
