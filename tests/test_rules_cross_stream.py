@@ -573,10 +573,25 @@ def test_bad_fixtures_contain_a_trigger(code: str) -> None:
 
 # -- false-positive classes found on real projects --------------------------------------------------
 
-FP_CLASSES = sorted((ROOT / "benchmarks" / "triage" / "fp_classes").glob("*.py"))
+#: Classes found in the second corpus run that the model does not handle yet (benchmarks/triage.md).
+#: Strict: when one is fixed its test passes, fails as XPASS, and its name must be removed here.
+OPEN_FP_CLASSES = {
+    "b2_python_list_of_tensors_treated_as_tensor",
+    "j2_assert_excludes_the_collective_path",
+    "l2_imported_helper_copies_synchronously",
+    "t_ordered_through_collective_work_wait",
+}
+FP_CLASSES = [
+    pytest.param(
+        p,
+        id=p.stem,
+        marks=[pytest.mark.xfail(strict=True, reason="open false-positive class")] if p.stem in OPEN_FP_CLASSES else [],
+    )
+    for p in sorted((ROOT / "benchmarks" / "triage" / "fp_classes").glob("*.py"))
+]
 
 
-@pytest.mark.parametrize("path", FP_CLASSES, ids=[p.stem for p in FP_CLASSES])
+@pytest.mark.parametrize("path", FP_CLASSES)
 def test_corpus_false_positive_class_is_clean(path: Path) -> None:
     """Each file is correct code cut down from a real finding judged a false positive."""
     found = [d for d in lint_source(path.read_text(encoding="utf-8"), str(path)) if d.code.startswith("SYN1")]

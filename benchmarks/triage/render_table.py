@@ -1,8 +1,9 @@
 """Render the triage table and its totals from ``verdicts.tsv`` into ``benchmarks/triage.md``.
 
 ``verdicts.tsv`` holds one hand-written row per finding (project, commit, file:line, rule, verdict,
-reason, false-positive class); this script only counts and formats, so the totals and the
-precision in triage.md always match the rows. Verdicts: ``real`` (a real hazard or bug),
+reason, false-positive class, and the runs that reported it: ``1`` the first run, ``2`` the run after
+the model fixes); this script only counts and formats, so the totals and the precision in
+triage.md always match the rows. Verdicts: ``real`` (a real hazard or bug),
 ``deliberate`` (deliberate unsynchronized sharing that deserves a suppression comment), ``fp``.
 
 Usage: python benchmarks/triage/render_table.py  (rewrites the part of triage.md between the
@@ -32,8 +33,9 @@ def precision(rows: list[dict]) -> str:
     return f"{good}/{len(rows)} = {100 * good / len(rows):.0f}%"
 
 
-def totals(rows: list[dict]) -> list[str]:
-    lines = ["| scope | findings | real | deliberate | false positive | precision |", "|---|---|---|---|---|---|"]
+def totals(all_rows: list[dict], run: str) -> list[str]:
+    rows = [r for r in all_rows if run in r["runs"].split(",")]
+    lines = [f"Run {run}:", "", "| scope | findings | real | deliberate | false positive | precision |", "|---|---|---|---|---|---|"]
     groups: list[tuple[str, list[dict]]] = []
     syn1 = [r for r in rows if r["rule"].startswith("SYN1")]
     for project in sorted({r["project"] for r in rows}):
@@ -50,23 +52,24 @@ def totals(rows: list[dict]) -> list[str]:
 
 
 def table(rows: list[dict]) -> list[str]:
-    lines = ["| project | commit | file:line | rule | verdict | reason | FP class |", "|---|---|---|---|---|---|---|"]
+    lines = ["| project | commit | file:line | rule | verdict | reason | FP class | runs |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         reason = r["reason"].replace("|", "\\|")
         lines.append(
-            f"| {r['project']} | {r['commit']} | `{r['location']}` | {r['rule']} | {r['verdict']} | {reason} | {r['fp_class']} |"
+            f"| {r['project']} | {r['commit']} | `{r['location']}` | {r['rule']} | {r['verdict']} | {reason} | {r['fp_class']} | {r['runs']} |"
         )
     return lines
 
 
 def main() -> int:
     rows = load()
-    block = "\n".join([START, "", *totals(rows), "", *table(rows), "", END])
+    summary = [*totals(rows, "1"), "", *totals(rows, "2")]
+    block = "\n".join([START, "", *summary, "", *table(rows), "", END])
     text = TRIAGE.read_text(encoding="utf-8")
     head, _, rest = text.partition(START)
     _, _, tail = rest.partition(END)
     TRIAGE.write_text(head + block + tail, encoding="utf-8")
-    print("\n".join(totals(rows)))
+    print("\n".join(summary))
     return 0
 
 
