@@ -330,3 +330,15 @@ def test_graph_capture_marks_ops_and_does_not_execute_them():
     assert ops(f, OpKind.GRAPH_CAPTURE)
     assert ops(f, OpKind.HOST_SYNC)[0].in_graph_capture
     assert f.hazards == []
+
+
+def test_configured_synchronizing_methods_end_the_use():
+    """`synchronizing-functions` may name methods (`Pool.store_tensor`): calls to them are host syncs."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks/triage/fp_classes/l2_imported_helper_copies_synchronously.py"
+    module = cst.parse_module(path.read_text(encoding="utf-8"))
+    plain = build_module_model(module)
+    assert any(f.lifetime_hazards for f in plain.functions)
+    configured = build_module_model(module, AnalysisSettings(synchronizing_functions=("TensorMemoryPool.store_tensor",)))
+    assert not any(f.lifetime_hazards for f in configured.functions)

@@ -576,10 +576,7 @@ def test_bad_fixtures_contain_a_trigger(code: str) -> None:
 #: Classes found in the second corpus run that the model does not handle yet (benchmarks/triage.md).
 #: Strict: when one is fixed its test passes, fails as XPASS, and its name must be removed here.
 OPEN_FP_CLASSES = {
-    "b2_python_list_of_tensors_treated_as_tensor",
-    "j2_assert_excludes_the_collective_path",
     "l2_imported_helper_copies_synchronously",
-    "t_ordered_through_collective_work_wait",
 }
 FP_CLASSES = [
     pytest.param(

@@ -333,6 +333,9 @@ class ExpressionEvaluator:
             return StreamValue(f"{iterable.key}[{index}]", f"stream `{iterable.key}[{index}]`", "created",
                                container=iterable.key, index=index)
         if isinstance(iterable, TupleValue):
+            works = [v for v in iterable.items if isinstance(v, WorkValue)]
+            if works:
+                return works[0] if len(works) == 1 else Alternatives(tuple(works[:8]))
             values = [v for v in iterable.items if v is not None]
             if values and all(isinstance(v, Storage) for v in values):
                 return values[0] if len(values) == 1 else Alternatives(tuple(values[:8]))
@@ -422,6 +425,12 @@ class ExpressionEvaluator:
                 return self.tensor_op(node, reads=storages, result_label="<expr>")
             # Advanced indexing with a tensor: a gather, i.e. a new tensor.
             return self.tensor_op(node, reads=storages + index_storages, result_label="<expr>")
+        if storages and not any(s.root.tensor for s in storages) and not any(
+            isinstance(e.slice, cst.Slice) for e in node.slice
+        ):
+            # `bufs[i]` on something never used as a tensor: most likely a list element, which is
+            # a value of its own (not a view of the list).
+            return self.i.new_storage(f"{storages[0].label}[]", node, origin="unknown", tensor=False)
         if storages:
             self.mark_tensor(storages)
             if len(storages) == 1 and all(isinstance(e.slice, cst.Slice) for e in node.slice):
@@ -589,10 +598,12 @@ class ExpressionEvaluator:
                 return self.event_method(node, receiver, method)
             if isinstance(receiver, WorkValue):
                 return self.work_method(node, receiver, method)
-            if isinstance(receiver, Alternatives) and all(isinstance(v, WorkValue) for v in receiver.values):
+            if isinstance(receiver, Alternatives) and any(isinstance(v, WorkValue) for v in receiver.values):
+                # `handle` is a Work on some paths: waiting on it waits for those (precision first).
                 result = None
                 for work in receiver.values:
-                    result = self.work_method(node, work, method)
+                    if isinstance(work, WorkValue):
+                        result = self.work_method(node, work, method)
                 return result
             if method in _STREAM_ONLY_METHODS and (receiver is None or isinstance(receiver, Storage)):
                 stream = self.as_stream(func.value, receiver)
@@ -760,6 +771,10 @@ class ExpressionEvaluator:
                 self.sync_device(node, "unknown")
                 return HOST
         if method != "synchronize" and _SYNC_NAME.search(method) and self.sync_by_name(node, method):
+            return HOST
+        if method in self.i.sync_methods:
+            self.args(node)
+            self.sync_device(node, "helper", method)
             return HOST
         if method in ("record", "elapsed_time") and receiver is None:
             event = self.as_event(func.value, receiver)

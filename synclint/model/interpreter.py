@@ -109,6 +109,10 @@ class Interpreter:
         self.graph_depth = 0
         self.params: set[str] = set()
         self.flag_params: set[str] = set()
+        #: Source text of the `if` tests enclosing the current statement (see `st_Assert`).
+        self.guards: list[str] = []
+        #: Method names configured as synchronizing (`synchronizing-functions = ["Pool.store"]`).
+        self.sync_methods = {name.rsplit(".", 1)[-1] for name in settings.synchronizing_functions if "." in name}
         self.param_elements: set[str] = set()
         #: Attribute names the enclosing class assigns somewhere (None outside classes).
         self.assigned_attributes: Optional[set] = None
@@ -197,7 +201,7 @@ class Interpreter:
     def access(self, op: Op, storage: Storage, mode: str) -> Access:
         region = storage.region
         storage = storage.root
-        access = Access(op, storage, mode, op.stream, region)
+        access = Access(op, storage, mode, op.stream, region, frozenset(self.guards))
         if self.graph_depth:
             return access  # captured into a CUDA graph: recorded now, executed at replay
         if mode == "write" and storage.alloc_op is None and op.site.node is storage.alloc_node:
@@ -474,7 +478,17 @@ class Interpreter:
         self.state.dead = True
 
     def st_Assert(self, stmt: cst.Assert) -> None:
+        """``assert not cond`` rules out the paths on which ``cond`` held: accesses made under
+        ``if cond:`` cannot have happened on this path (Megatron's exclusive all-reduce and
+        reduce-scatter)."""
         self.exprs.condition(stmt.test)
+        test = stmt.test
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        excluded = self.model_code(test.expression) if negated else f"not {self.model_code(test)}"
+        for sid, accesses in list(self.state.history.items()):
+            kept = tuple(a for a in accesses if excluded not in a.guards)
+            if len(kept) != len(accesses):
+                self.state.history[sid] = kept
 
     def hand_off(self, storage: Storage, node: cst.CSTNode) -> None:
         """A tensor allocated on a side stream is returned to a caller on the entry stream.
@@ -566,11 +580,12 @@ class Interpreter:
             if _holds_work(value):
                 self.keep_in_container(target.value, value)
             base_storages = storages_of(base)
-            if base_storages:
-                # `d[k] = v` on a value with no tensor evidence is as likely a dict store.
-                evidence = any(s.tensor for s in base_storages)
-                self.exprs.tensor_op(stmt, reads=storages_of(value), writes=base_storages, inplace=True,
-                                     evidence=evidence)
+            if base_storages and any(s.root.tensor for s in base_storages):
+                self.exprs.tensor_op(stmt, reads=storages_of(value), writes=base_storages, inplace=True)
+            elif base_storages:
+                # `bufs[k] = v` on a value never used as a tensor: a list or dict store on the host.
+                for storage in storages_of(value):
+                    storage.escapes = True
             else:
                 for storage in storages_of(value):
                     storage.escapes = True
@@ -628,7 +643,11 @@ class Interpreter:
                 self.exprs.condition(current.test)
                 failed_tests = self.state
                 self.state = failed_tests.copy()
-                self.suite(current.body)
+                self.guards.append(self.model_code(current.test))
+                try:
+                    self.suite(current.body)
+                finally:
+                    self.guards.pop()
                 result = self.state if result is None else join(result, self.state)
                 self.state = failed_tests
                 current = current.orelse

@@ -22,7 +22,7 @@ from synclint.model.interpreter import FunctionSummary, Interpreter
 from synclint.model.resolver import ImportResolver
 from synclint.model.state import EventState
 from synclint.model.timeline import Access, FunctionModel, ModuleModel, OpKind
-from synclint.model.values import EventValue, Storage, StreamValue, StreamList
+from synclint.model.values import EventValue, Storage, StreamList, StreamValue, TupleValue, WorkValue
 from synclint.settings import AnalysisSettings
 
 
@@ -206,7 +206,9 @@ def _called_on_self(module: cst.Module, methods) -> set:
 
 
 def _informative(value) -> bool:
-    return isinstance(value, (Storage, StreamValue, EventValue, StreamList))
+    if isinstance(value, TupleValue):
+        return any(_informative(item) for item in value.items)
+    return isinstance(value, (Storage, StreamValue, EventValue, StreamList, WorkValue))
 
 
 def _attributes(interp: Interpreter) -> dict:

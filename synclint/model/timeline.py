@@ -105,6 +105,7 @@ class Access:
     mode: str  # "read" or "write"
     stream: StreamValue
     region: Optional[str] = None  # the static slice accessed, None for the whole tensor
+    guards: frozenset = frozenset()  # source text of the `if` tests it was made under
 
     @property
     def node(self) -> cst.CSTNode:
