@@ -186,7 +186,7 @@ def test_syn201_wait_event_becomes_event_synchronize() -> None:
                 host.copy_(act, non_blocking=True)
                 ready.record(side)
             torch.cuda.current_stream().wait_event(ready)
-            return host.numpy()
+            return host.numpy().copy()
         """,
         "SYN201",
         Applicability.UNSAFE,
@@ -265,11 +265,11 @@ def test_syn301_inserts_the_copy_streams_synchronize() -> None:
             with torch.cuda.stream(copy_stream):
                 host = preds.to("cpu", non_blocking=True)
             preds.record_stream(copy_stream)
-            return host.numpy()
+            return host.numpy().copy()
         """,
         "SYN301",
         Applicability.UNSAFE,
-        ["    copy_stream.synchronize()\n    return host.numpy()"],
+        ["    copy_stream.synchronize()\n    return host.numpy().copy()"],
     )
     assert [d.code for d in lint_source(out)] == []
 

@@ -92,6 +92,8 @@ class ExpressionEvaluator:
     def __init__(self, interp: "Interpreter") -> None:
         self.i = interp
         self.index_depth = 0
+        #: The whole right-hand side of the assignment or return being evaluated.
+        self.stored_node: Optional[cst.CSTNode] = None
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -1020,6 +1022,13 @@ class ExpressionEvaluator:
                 for storage in storages:
                     storage.recorded_streams.append(stream)
             return HOST
+        if method == "numpy" and node is self.stored_node and all(s.root.on_host for s in storages):
+            # `arr = t.numpy()` / `return t.numpy()`: a view of host memory, handed on; its values
+            # are read later by whoever uses the array (async copy helpers return exactly this,
+            # and their callers wait on an event first).
+            self.args(node)
+            self.mark_tensor(storages)
+            return None
         if method in api.BLOCKING_READS:
             self.args(node)
             self.mark_tensor(storages)

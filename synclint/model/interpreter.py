@@ -148,6 +148,7 @@ class Interpreter:
             in_loop=self.loop_depth > 0,
             block_stream=self.block_streams[-1] if self.block_streams else None,
             in_graph_capture=self.graph_depth > 0,
+            inlined=bool(self.inline_stack),
             **fields,
         )
         if op.on_device:
@@ -428,6 +429,7 @@ class Interpreter:
                 self.assign(t.value, value, stmt)
             return
         hint = dotted(target) or "tensor"
+        self.exprs.stored_node = stmt.value
         value = self.exprs.ev(stmt.value, hint=hint)
         for target in stmt.targets:
             self.assign(target.target, value, stmt)
@@ -459,6 +461,7 @@ class Interpreter:
     def st_Return(self, stmt: cst.Return) -> None:
         if return_from_inline(self, stmt):
             return
+        self.exprs.stored_node = stmt.value
         value = self.exprs.ev(stmt.value) if stmt.value is not None else None
         returned = storages_of(value)
         self.returned_storages.extend(returned)

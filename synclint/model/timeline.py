@@ -84,6 +84,8 @@ class Op:
     origin_op: Optional["Op"] = None
     #: Free text for messages (e.g. "by the caller", "in `preload`").
     note: str = ""
+    #: Made while walking a ``self.m()`` helper at its call site (its node is in the helper).
+    inlined: bool = False
 
     @property
     def on_device(self) -> bool:

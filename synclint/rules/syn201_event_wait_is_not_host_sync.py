@@ -96,7 +96,7 @@ class EventWaitIsNotHostSync(Rule):
                     verb = "reads" if later.kind == OpKind.HOST_READ else "writes"
                     return later, f"the host {verb} `{label}`"
             elif later.kind == OpKind.HOST_CLOCK:
-                clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < wait.index]
+                clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < wait.index and not c.inlined]
                 if clocks and [
                     w
                     for w in unseen_cuda_work(function, clocks[-1].index, later)
