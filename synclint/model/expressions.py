@@ -588,7 +588,7 @@ class ExpressionEvaluator:
             return ModuleRef("torch.cuda")  # `acc = get_accelerator()` then `acc.Stream()`
         func = node.func
         if isinstance(func, cst.Attribute):
-            receiver = self.ev(func.value)
+            receiver = _narrow(self.ev(func.value))
             method = func.attr.value
             if isinstance(receiver, ModuleRef):
                 return self.qualified_call(node, canonical(f"{receiver.qualname}.{method}"), hint)
@@ -1141,6 +1141,17 @@ class ExpressionEvaluator:
             return result
         self._copy_op(node, src, result, non_blocking, direction)
         return result
+
+
+def _narrow(value):
+    """``x`` is None on one path and an event (or stream) on the other (lazy creation:
+    ``if self.ev is None: self.ev = Event()``): calling a method on it means it is the event."""
+    if not isinstance(value, Alternatives):
+        return value
+    known = [v for v in value.values if v is not None and not isinstance(v, HostValue)]
+    if known and all(isinstance(v, (EventValue, StreamValue)) and type(v) is type(known[0]) and v.key == known[0].key for v in known):
+        return known[0]
+    return value
 
 
 def _sequence_expr(node: cst.BaseExpression) -> bool:
