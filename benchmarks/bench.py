@@ -165,7 +165,14 @@ def build_commands(tree: Path, jobs: int, ruff: str | None) -> list[tuple[str, l
         ("synclint 1 changed", [*synclint, "check", "--exit-zero", str(tree)], "edit"),
         (
             f"libcst parse floor ({jobs} proc)",
-            [sys.executable, str(Path(__file__).resolve()), "--parse-only", str(tree), "--jobs", str(jobs)],
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--parse-only",
+                str(tree),
+                "--jobs",
+                str(jobs),
+            ],
             "plain",
         ),
     ]
@@ -246,8 +253,10 @@ def machine_description() -> str:
 
 
 def print_table(data: dict) -> None:
-    print(f"corpus: {data['corpus']} ({data['files']} files, {data['lines']} lines); "
-          f"{data['reps']} reps, medians; edited file: {data['edited_file']}")
+    print(
+        f"corpus: {data['corpus']} ({data['files']} files, {data['lines']} lines); "
+        f"{data['reps']} reps, medians; edited file: {data['edited_file']}"
+    )
     print(f"machine: {data['machine']}")
     print()
     has_ruff = "vs_ruff_all" in data["rows"][0]
@@ -256,8 +265,10 @@ def print_table(data: dict) -> None:
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for row in data["rows"]:
-        line = (f"| {row['label']} | {row['median_wall_s']:.3f} | {row['min_wall_s']:.3f}-"
-                f"{row['max_wall_s']:.3f} | {row['median_cpu_s']:.3f} | {row['peak_mib']:.0f} |")
+        line = (
+            f"| {row['label']} | {row['median_wall_s']:.3f} | {row['min_wall_s']:.3f}-"
+            f"{row['max_wall_s']:.3f} | {row['median_cpu_s']:.3f} | {row['peak_mib']:.0f} |"
+        )
         if has_ruff:
             line += f" {row['vs_ruff_all']:.2f} | {row['vs_ruff_default']:.2f} |"
         print(line)
@@ -276,13 +287,38 @@ def scaling(sizes: list[int], workdir: Path, reps: int, jobs: int, ruff: str | N
             files, lines = gen_corpus.generate(corpus, size)
             marker.write_text(f"{files} {lines}\n")
         files, lines = map(int, marker.read_text().split())
-        cold = Measurement("synclint cold", [*synclint_command(), "check", "--no-cache", "--exit-zero", str(corpus)])
-        floor = Measurement("libcst floor", [sys.executable, str(Path(__file__).resolve()), "--parse-only",
-                                             str(corpus), "--jobs", str(jobs)])
+        cold = Measurement(
+            "synclint cold",
+            [*synclint_command(), "check", "--no-cache", "--exit-zero", str(corpus)],
+        )
+        floor = Measurement(
+            "libcst floor",
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--parse-only",
+                str(corpus),
+                "--jobs",
+                str(jobs),
+            ],
+        )
         measured = [cold, floor]
         if ruff:
-            measured.append(Measurement("ruff ALL", [ruff, "check", "--isolated", "--no-cache", "--exit-zero",
-                                                     "--select", "ALL", str(corpus)]))
+            measured.append(
+                Measurement(
+                    "ruff ALL",
+                    [
+                        ruff,
+                        "check",
+                        "--isolated",
+                        "--no-cache",
+                        "--exit-zero",
+                        "--select",
+                        "ALL",
+                        str(corpus),
+                    ],
+                )
+            )
         for m in measured:
             run_once(m.command)  # warm-up
         for _ in range(reps):
@@ -290,8 +326,11 @@ def scaling(sizes: list[int], workdir: Path, reps: int, jobs: int, ruff: str | N
                 m.samples.append(run_once(m.command))
         point = {"target_lines": size, "files": files, "lines": lines}
         for m in measured:
-            point[m.label] = {"median_wall_s": round(m.median_wall, 4), "peak_mib": round(m.peak_mib, 1),
-                              "us_per_line": round(m.median_wall / lines * 1e6, 3)}
+            point[m.label] = {
+                "median_wall_s": round(m.median_wall, 4),
+                "peak_mib": round(m.peak_mib, 1),
+                "us_per_line": round(m.median_wall / lines * 1e6, 3),
+            }
         points.append(point)
         print(json.dumps(point), flush=True)
     return {"machine": machine_description(), "reps": reps, "points": points}
@@ -300,10 +339,16 @@ def scaling(sizes: list[int], workdir: Path, reps: int, jobs: int, ruff: str | N
 def print_scaling(data: dict) -> None:
     print(f"machine: {data['machine']}; {data['reps']} reps, medians")
     labels = [k for k in data["points"][0] if isinstance(data["points"][0][k], dict)]
-    print("| lines | files | " + " | ".join(f"{l} s | {l} µs/line" for l in labels) + " | synclint peak MiB |")
+    print(
+        "| lines | files | "
+        + " | ".join(f"{label} s | {label} µs/line" for label in labels)
+        + " | synclint peak MiB |"
+    )
     print("|---|---|" + "---|---|" * len(labels) + "---|")
     for p in data["points"]:
-        cells = " | ".join(f"{p[l]['median_wall_s']:.3f} | {p[l]['us_per_line']:.2f}" for l in labels)
+        cells = " | ".join(
+            f"{p[label]['median_wall_s']:.3f} | {p[label]['us_per_line']:.2f}" for label in labels
+        )
         print(f"| {p['lines']} | {p['files']} | {cells} | {p['synclint cold']['peak_mib']:.0f} |")
 
 

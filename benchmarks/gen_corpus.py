@@ -74,7 +74,7 @@ class {name}(nn.Module):
 
 def training_loop(rng: random.Random) -> str:
     fn = ident(rng)
-    return f'''
+    return f"""
 def train_{fn}(model, loader, optimizer, device, epochs={rng.randint(1, 9)}, log_every={rng.choice((10, 50, 100))}):
     model.train()
     history = []
@@ -94,7 +94,7 @@ def train_{fn}(model, loader, optimizer, device, epochs={rng.randint(1, 9)}, log
                 logger.info("epoch %d step %d loss %.4f", epoch, step, total / (step + 1))
         history.append({{"epoch": epoch, "loss": total, "seconds": time.time() - start}})
     return history
-'''
+"""
 
 
 def config_utils(rng: random.Random) -> str:
@@ -104,7 +104,7 @@ def config_utils(rng: random.Random) -> str:
         f"{rng.choice(('0', '1.0', repr('x'), 'False'))}"
         for i in range(rng.randint(3, 10))
     )
-    return f'''
+    return f"""
 @dataclasses.dataclass
 class {cls}Config:
 {fields}
@@ -128,12 +128,12 @@ def load_{fn}(path):
         else:
             merged[key] = value
     return merged
-'''
+"""
 
 
 def data_utils(rng: random.Random) -> str:
     fn = ident(rng)
-    return f'''
+    return f"""
 def collate_{fn}(samples, pad_id={rng.randint(0, 3)}):
     longest = max(len(s["input_ids"]) for s in samples)
     batch = []
@@ -147,7 +147,7 @@ def collate_{fn}(samples, pad_id={rng.randint(0, 3)}):
 def shard_{fn}(items, world_size, rank):
     per_rank = math.ceil(len(items) / world_size)
     return items[rank * per_rank:(rank + 1) * per_rank]
-'''
+"""
 
 
 def test_functions(rng: random.Random) -> str:
@@ -207,7 +207,7 @@ def event_timing(rng: random.Random) -> str:
     fn = ident(rng)
     correct = rng.random() < 0.7
     sync = "    end.synchronize()\n" if correct else ""
-    return f'''
+    return f"""
 def time_{fn}(fn, *args, iters={rng.choice((10, 20, 50))}):
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
@@ -216,14 +216,14 @@ def time_{fn}(fn, *args, iters={rng.choice((10, 20, 50))}):
         fn(*args)
     end.record()
 {sync}    return start.elapsed_time(end) / iters
-'''
+"""
 
 
 def side_stream_compute(rng: random.Random) -> str:
     fn = ident(rng)
     correct = rng.random() < 0.7
     wait = "    side.wait_stream(torch.cuda.current_stream())\n" if correct else ""
-    return f'''
+    return f"""
 def overlap_{fn}(x, weight):
     side = torch.cuda.Stream()
     y = x * {rng.randint(2, 9)}
@@ -231,19 +231,19 @@ def overlap_{fn}(x, weight):
         z = y @ weight
     torch.cuda.current_stream().wait_stream(side)
     return z + 1
-'''
+"""
 
 
 def d2h_copy(rng: random.Random) -> str:
     fn = ident(rng)
     correct = rng.random() < 0.7
     sync = "    torch.cuda.synchronize()\n" if correct else ""
-    return f'''
+    return f"""
 def fetch_{fn}(t):
     host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
     host.copy_(t, non_blocking=True)
 {sync}    return host.numpy().sum()
-'''
+"""
 
 
 HEADER = '''"""Synthetic module {index}: {kind}."""
@@ -277,7 +277,9 @@ def make_module(rng: random.Random, index: int, with_streams: bool) -> str:
     return "\n".join(parts)
 
 
-def generate(out: Path, lines: int, stream_fraction: float = 0.06, seed: int = 0) -> tuple[int, int]:
+def generate(
+    out: Path, lines: int, stream_fraction: float = 0.06, seed: int = 0
+) -> tuple[int, int]:
     """Write modules under ``out`` until they hold at least ``lines`` lines.
 
     Returns (files, lines) written. Files go 40 to a package directory, like a real source tree.

@@ -29,11 +29,15 @@ def iter_statements(tree: ast.AST) -> Iterator[ast.AST]:
 
 
 def has_bare_method_call(tree: ast.AST, methods: frozenset[str]) -> bool:
-    """Is there an expression statement ``<anything>.<method>(...)`` with ``method`` in ``methods``?"""
+    """Is there an expression statement ``<expr>.<method>(...)`` with ``method`` in ``methods``?"""
     for statement in iter_statements(tree):
         if type(statement) is ast.Expr:
             value = statement.value
-            if type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in methods:
+            if (
+                type(value) is ast.Call
+                and type(value.func) is ast.Attribute
+                and value.func.attr in methods
+            ):
                 return True
     return False
 
@@ -51,7 +55,9 @@ def uses_identifier(tree: ast.AST, names: frozenset[str]) -> bool:
     """Is one of ``names`` used as a name or an attribute anywhere? (A full walk: ask it last.)"""
     for node in ast.walk(tree):
         kind = type(node)
-        if (kind is ast.Name and node.id in names) or (kind is ast.Attribute and node.attr in names):
+        if (kind is ast.Name and node.id in names) or (
+            kind is ast.Attribute and node.attr in names
+        ):
             return True
     return False
 

@@ -1,10 +1,11 @@
 """A fast, read-only replacement for ``node.visit(visitor)`` with libcst ``CSTVisitor`` s.
 
 Why: libcst's ``visit`` is written for transformers. For every node it calls
-``_visit_and_replace_children``, which *rebuilds* the node (dataclass construction plus validation) even
-when the visitor only reads, and fires ``on_visit_attribute``/``on_leave_attribute`` for every field.
-Profiling synclint on DeepSpeed showed a single traversal costing about twice the parse, and the rules
-and model helpers traverse each file several times: traversals, not parsing, were most of the run.
+``_visit_and_replace_children``, which *rebuilds* the node (dataclass construction plus
+validation) even when the visitor only reads, and fires ``on_visit_attribute`` and
+``on_leave_attribute`` for every field. Profiling synclint on DeepSpeed showed a single traversal
+costing about twice the parse, and the rules and model helpers traverse each file several times:
+traversals, not parsing, were most of the run.
 
 :func:`walk` gives a visitor exactly the ``on_visit``/``on_leave`` calls libcst would, in the same
 order, without rebuilding anything:
@@ -29,8 +30,11 @@ from typing import Callable, Iterator
 import libcst as cst
 
 _FIELD_IN_VISIT = re.compile(r"\b(visit_\w+)\(\s*self\s*,\s*\"(\w+)\"")
-_SEQUENCE_HELPERS = frozenset({"visit_sequence", "visit_iterable", "visit_body_sequence", "visit_body_iterable"})
+_SEQUENCE_HELPERS = frozenset(
+    {"visit_sequence", "visit_iterable", "visit_body_sequence", "visit_body_iterable"}
+)
 _SINGLE_HELPERS = frozenset({"visit_required", "visit_optional", "visit_sentinel"})
+
 
 def _all_subclasses(bases: tuple[type, ...]) -> set[type]:
     found: set[type] = set()
@@ -44,14 +48,37 @@ def _all_subclasses(bases: tuple[type, ...]) -> set[type]:
 
 
 #: Node types whose whole subtree is whitespace, comments or punctuation. (Found through
-#: ``__subclasses__``: ``getattr`` over ``dir(libcst)`` would import libcst's lazy submodules, 0.1 s.)
+#: ``__subclasses__``: ``getattr`` over ``dir(libcst)`` would import libcst's lazy submodules.)
 TRIVIA: frozenset[type] = frozenset(
-    _all_subclasses((cst.BaseParenthesizableWhitespace, cst.BaseBinaryOp, cst.BaseBooleanOp,
-                     cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp))
-    | {cst.TrailingWhitespace, cst.Newline, cst.Comment, cst.EmptyLine, cst.Semicolon, cst.Colon,
-       cst.Comma, cst.Dot, cst.AssignEqual, cst.ImportStar, cst.LeftParen, cst.RightParen,
-       cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace,
-       cst.Asynchronous}
+    _all_subclasses(
+        (
+            cst.BaseParenthesizableWhitespace,
+            cst.BaseBinaryOp,
+            cst.BaseBooleanOp,
+            cst.BaseCompOp,
+            cst.BaseUnaryOp,
+            cst.BaseAugOp,
+        )
+    )
+    | {
+        cst.TrailingWhitespace,
+        cst.Newline,
+        cst.Comment,
+        cst.EmptyLine,
+        cst.Semicolon,
+        cst.Colon,
+        cst.Comma,
+        cst.Dot,
+        cst.AssignEqual,
+        cst.ImportStar,
+        cst.LeftParen,
+        cst.RightParen,
+        cst.LeftSquareBracket,
+        cst.RightSquareBracket,
+        cst.LeftCurlyBrace,
+        cst.RightCurlyBrace,
+        cst.Asynchronous,
+    }
 )
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -98,7 +125,7 @@ def _make_getter(node_type: type) -> Callable[[cst.CSTNode], list[cst.CSTNode]]:
 
 
 def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The children of ``node`` in source order (what ``node.children`` returns, without its cost)."""
+    """The children of ``node`` in source order: ``node.children``, without its cost."""
     node_type = node.__class__
     getter = _GETTERS.get(node_type)
     if getter is None:
@@ -130,13 +157,18 @@ def _plan(visitor_type: type) -> tuple[bool, frozenset[type]] | None:
         not issubclass(visitor_type, base)
         or visitor_type.on_visit_attribute is not base.on_visit_attribute
         or visitor_type.on_leave_attribute is not base.on_leave_attribute
-        or any(_ATTRIBUTE_HOOK.match(name) and _overrides(visitor_type, name) for name in dir(visitor_type))
+        or any(
+            _ATTRIBUTE_HOOK.match(name) and _overrides(visitor_type, name)
+            for name in dir(visitor_type)
+        )
     ):
         plan = None
     else:
         default = visitor_type.on_visit is base.on_visit and visitor_type.on_leave is base.on_leave
         handles_trivia = any(
-            _overrides(visitor_type, f"{kind}_{t.__name__}") for t in TRIVIA for kind in ("visit", "leave")
+            _overrides(visitor_type, f"{kind}_{t.__name__}")
+            for t in TRIVIA
+            for kind in ("visit", "leave")
         )
         plan = (default, frozenset() if (handles_trivia or not default) else TRIVIA)
     _PLAN[visitor_type] = plan
@@ -157,14 +189,18 @@ def _handlers(visitor_type: type, node_type: type) -> tuple[Callable | None, Cal
     if found is None:
         name = node_type.__name__
         found = _HANDLERS[key] = (
-            getattr(visitor_type, f"visit_{name}") if _overrides(visitor_type, f"visit_{name}") else None,
-            getattr(visitor_type, f"leave_{name}") if _overrides(visitor_type, f"leave_{name}") else None,
+            getattr(visitor_type, f"visit_{name}")
+            if _overrides(visitor_type, f"visit_{name}")
+            else None,
+            getattr(visitor_type, f"leave_{name}")
+            if _overrides(visitor_type, f"leave_{name}")
+            else None,
         )
     return found
 
 
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
-    """Visit ``node`` and its subtree with a read-only ``visitor``, as ``node.visit(visitor)`` would."""
+    """Visit ``node`` and its subtree with a read-only ``visitor`` as ``node.visit`` would."""
     plan = _plan(type(visitor))
     if plan is None:
         node.visit(visitor)

@@ -57,9 +57,14 @@ def test_generator_is_reproducible_and_varied(tmp_path):
 def test_stream_fraction_controls_stream_code(tmp_path):
     gen_corpus.generate(tmp_path / "none", 2_000, stream_fraction=0.0)
     gen_corpus.generate(tmp_path / "all", 2_000, stream_fraction=1.0)
-    assert not any(b"torch.cuda.Stream" in d or b"Event(" in d for d in corpus_bytes(tmp_path / "none").values())
+    assert not any(
+        b"torch.cuda.Stream" in d or b"Event(" in d
+        for d in corpus_bytes(tmp_path / "none").values()
+    )
     streamy = corpus_bytes(tmp_path / "all").values()
-    assert all(b"cuda.Stream()" in d or b"cuda.Event(" in d or b"non_blocking" in d for d in streamy)
+    assert all(
+        b"cuda.Stream()" in d or b"cuda.Event(" in d or b"non_blocking" in d for d in streamy
+    )
 
 
 def test_parse_size():
@@ -69,7 +74,9 @@ def test_parse_size():
 
 
 def test_run_once_measures_time_cpu_and_memory():
-    sample = bench.run_once([sys.executable, "-c", "x = bytearray(50 * 2**20); import time; time.sleep(0.05)"])
+    sample = bench.run_once(
+        [sys.executable, "-c", "x = bytearray(50 * 2**20); import time; time.sleep(0.05)"]
+    )
     assert sample.wall >= 0.05
     assert sample.peak_kib >= 50 * 1024  # the 50 MiB buffer shows in the peak
     assert sample.returncode == 0
@@ -82,8 +89,16 @@ def test_run_once_reports_a_crashing_command():
 
 def test_parse_floor_runs_in_two_processes(tmp_path):
     gen_corpus.generate(tmp_path / "c", 1_000)
-    sample = bench.run_once([sys.executable, str(BENCHMARKS / "bench.py"), "--parse-only",
-                             str(tmp_path / "c"), "--jobs", "2"])
+    sample = bench.run_once(
+        [
+            sys.executable,
+            str(BENCHMARKS / "bench.py"),
+            "--parse-only",
+            str(tmp_path / "c"),
+            "--jobs",
+            "2",
+        ]
+    )
     assert sample.returncode == 0
 
 

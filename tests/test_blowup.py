@@ -57,8 +57,11 @@ def deep_if_nesting(depth: int = 90) -> str:
     lines = ["s = torch.cuda.Stream()", "x = torch.ones(4, device='cuda')"]
     for level in range(depth):
         lines.append("    " * level + f"if x.numel() > {level}:")
-        lines.append("    " * (level + 1) + "with torch.cuda.stream(s):" if level % 10 == 9 else
-                     "    " * (level + 1) + f"x = x + {level}")
+        lines.append(
+            "    " * (level + 1) + "with torch.cuda.stream(s):"
+            if level % 10 == 9
+            else "    " * (level + 1) + f"x = x + {level}"
+        )
         if level % 10 == 9:
             lines.append("    " * (level + 2) + f"x = x * {level}")
     lines.append("    " * depth + "print(x.sum().item())")
@@ -117,12 +120,19 @@ def sequential_branches(count: int = 60) -> str:
 
 
 def long_elif_chain(count: int = 1_000) -> str:
-    lines = ["s = torch.cuda.Stream()", "e = torch.cuda.Event()", "x = torch.zeros(8, device='cuda')"]
+    lines = [
+        "s = torch.cuda.Stream()",
+        "e = torch.cuda.Event()",
+        "x = torch.zeros(8, device='cuda')",
+    ]
     for i in range(count):
         keyword = "if" if i == 0 else "elif"
         lines += [f"{keyword} mode == {i}:"]
-        lines += (["    with torch.cuda.stream(s):", f"        x = x * {i}", "        e.record()"]
-                  if i % 2 else ["    e.wait()", f"    x = x - {i}"])
+        lines += (
+            ["    with torch.cuda.stream(s):", f"        x = x * {i}", "        e.record()"]
+            if i % 2
+            else ["    e.wait()", f"    x = x - {i}"]
+        )
     lines += ["else:", "    torch.cuda.synchronize()", "print(x.sum().item())"]
     return PRELUDE + "def f(mode):\n" + "\n".join(indent(lines)) + "\n"
 
@@ -132,10 +142,16 @@ def nested_loops(depth: int = 15) -> str:
     lines = ["s = torch.cuda.Stream()", "x = torch.zeros(8, device='cuda')"]
     for level in range(depth):
         lines.append("    " * level + f"for i{level} in range(n):")
-        lines.append("    " * (level + 1) + "with torch.cuda.stream(s):" )
+        lines.append("    " * (level + 1) + "with torch.cuda.stream(s):")
         lines.append("    " * (level + 2) + f"x = x + i{level}")
-        lines.append("    " * (level + 1) + ("torch.cuda.current_stream().wait_stream(s)"
-                                              if level % 2 else f"y{level} = x.to('cpu', non_blocking=True)"))
+        lines.append(
+            "    " * (level + 1)
+            + (
+                "torch.cuda.current_stream().wait_stream(s)"
+                if level % 2
+                else f"y{level} = x.to('cpu', non_blocking=True)"
+            )
+        )
     lines.append("print(x.sum().item())")
     return PRELUDE + "def f(n):\n" + "\n".join(indent(lines)) + "\n"
 

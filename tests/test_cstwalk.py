@@ -25,7 +25,9 @@ DEEPSPEED = ROOT / "corpora" / "DeepSpeed"
 
 
 def _generated(tmp_path_factory) -> list[Path]:
-    spec = importlib.util.spec_from_file_location("gen_corpus", ROOT / "benchmarks" / "gen_corpus.py")
+    spec = importlib.util.spec_from_file_location(
+        "gen_corpus", ROOT / "benchmarks" / "gen_corpus.py"
+    )
     gen = importlib.util.module_from_spec(spec)
     sys.modules["gen_corpus"] = gen
     spec.loader.exec_module(gen)
@@ -62,7 +64,9 @@ def test_children_match_libcst_on_real_code(modules):
             node = stack.pop()
             expected = node.children
             got = cstwalk.children_of(node)
-            assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), type(node)
+            assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), type(
+                node
+            )
             checked += 1
             stack.extend(expected)
     assert checked > 10_000
@@ -110,7 +114,9 @@ class GenericRecorder(cst.CSTVisitor):
 
 @pytest.mark.parametrize("visitor_type", [Recorder, CommaRecorder, GenericRecorder])
 def test_visitors_see_what_libcst_shows_them(modules, visitor_type):
-    extra = cst.parse_module("def skip_me():\n    f(lambda: g(1), 2)\n\ndef other(a, b=h(3)):\n    return a\n")
+    extra = cst.parse_module(
+        "def skip_me():\n    f(lambda: g(1), 2)\n\ndef other(a, b=h(3)):\n    return a\n"
+    )
     for module in [*modules, extra]:
         expected, got = visitor_type(), visitor_type()
         module.visit(expected)

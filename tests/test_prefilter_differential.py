@@ -37,7 +37,9 @@ def assert_same(text: str, name: str) -> list:
 
 
 def _gen_corpus():
-    spec = importlib.util.spec_from_file_location("gen_corpus", ROOT / "benchmarks" / "gen_corpus.py")
+    spec = importlib.util.spec_from_file_location(
+        "gen_corpus", ROOT / "benchmarks" / "gen_corpus.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules["gen_corpus"] = module
     spec.loader.exec_module(module)
@@ -85,17 +87,31 @@ def test_deepspeed_sample_lints_identically():
 # Between ``.`` and an attribute name Python allows spaces, ``\`` continuations and, inside
 # brackets, newlines and comments.
 DOTS = st.sampled_from([".", " . ", ".\\\n    ", ". \\\n  ", "\n    .", ".\n    # moved\n    "])
-TRANSFERS = st.sampled_from(["to('cuda')", "to('cpu', non_blocking=True)", "cuda()", "cpu()", "pin_memory()"])
+TRANSFERS = st.sampled_from(
+    ["to('cuda')", "to('cpu', non_blocking=True)", "cuda()", "cpu()", "pin_memory()"]
+)
 RECEIVERS = st.sampled_from(["x", "x.detach()", "torch.zeros(4)", "self.buf", "batch[0]"])
-CLOCK_IMPORTS = st.sampled_from([
-    "import time", "import time as t", "from time import perf_counter", "from time import monotonic as mono",
-    "import timeit", "from timeit import default_timer", "import os, time", "",
-])
+CLOCK_IMPORTS = st.sampled_from(
+    [
+        "import time",
+        "import time as t",
+        "from time import perf_counter",
+        "from time import monotonic as mono",
+        "import timeit",
+        "from timeit import default_timer",
+        "import os, time",
+        "",
+    ]
+)
 CLOCK_CALLS = {
-    "import time": "time.perf_counter()", "import time as t": "t.time()",
-    "from time import perf_counter": "perf_counter()", "from time import monotonic as mono": "mono()",
-    "import timeit": "timeit.default_timer()", "from timeit import default_timer": "default_timer()",
-    "import os, time": "time.time()", "": "clock()",
+    "import time": "time.perf_counter()",
+    "import time as t": "t.time()",
+    "from time import perf_counter": "perf_counter()",
+    "from time import monotonic as mono": "mono()",
+    "import timeit": "timeit.default_timer()",
+    "from timeit import default_timer": "default_timer()",
+    "import os, time": "time.time()",
+    "": "clock()",
 }
 
 
@@ -103,7 +119,13 @@ CLOCK_CALLS = {
 def transfer_programs(draw) -> str:
     clock_import = draw(CLOCK_IMPORTS)
     clock = CLOCK_CALLS[clock_import]
-    lines = ["import torch", clock_import, "", "def f(x, batch):", "    x = torch.zeros(8, device='cuda')"]
+    lines = [
+        "import torch",
+        clock_import,
+        "",
+        "def f(x, batch):",
+        "    x = torch.zeros(8, device='cuda')",
+    ]
     for _ in range(draw(st.integers(1, 4))):
         dot, transfer, receiver = draw(DOTS), draw(TRANSFERS), draw(RECEIVERS)
         statement = f"{receiver}{dot}{transfer}"
@@ -116,7 +138,12 @@ def transfer_programs(draw) -> str:
         elif choice == "assigned":
             lines.append(f"    y = {statement}")
         else:
-            lines += [f"    t0 = {clock}", f"    y = x @ x", f"    t1 = {clock}", "    print(t1 - t0)"]
+            lines += [
+                f"    t0 = {clock}",
+                "    y = x @ x",
+                f"    t1 = {clock}",
+                "    print(t1 - t0)",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -130,8 +157,10 @@ def test_generated_transfer_and_clock_spellings_lint_identically(source):
 def test_spelling_generator_reaches_the_rules_it_targets():
     """Guard against a vacuous property: these spellings do produce SYN302 and SYN205 findings."""
     bare = "import torch\n\ndef f():\n    x = torch.zeros(4)\n    (x.\n     # moved\n     cuda())\n"
-    timed = ("import torch\nfrom time import perf_counter\n\ndef f():\n    x = torch.zeros(4, device='cuda')\n"
-             "    t0 = perf_counter()\n    y = x @ x\n    t1 = perf_counter()\n    print(t1 - t0)\n")
+    timed = (
+        "import torch\nfrom time import perf_counter\n\ndef f():\n    x = torch.zeros(4, device='cuda')\n"
+        "    t0 = perf_counter()\n    y = x @ x\n    t1 = perf_counter()\n    print(t1 - t0)\n"
+    )
     assert "SYN302" in [d.code for d in assert_same(bare, "bare.py")]
     assert "SYN205" in [d.code for d in assert_same(timed, "timed.py")]
 
@@ -149,7 +178,11 @@ def _libcst_bare_calls(source: str, methods: frozenset[str]) -> bool:
     class Bare(cst.CSTVisitor):
         def visit_Expr(self, node):
             call = node.value
-            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in methods:
+            if (
+                isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in methods
+            ):
                 found.append(node)
 
     walk(cst.parse_module(source), Bare())
@@ -199,14 +232,18 @@ def test_bare_call_scan_matches_libcst_on_corpus(tmp_path):
     assert agreed > 50
 
 
-GRAPH_OPENERS = st.sampled_from([
-    ("import torch", "with torch.cuda.graph(g):"),
-    ("from torch.cuda import graph as capture", "with capture(g):"),
-    ("import torch.cuda.graphs as graphs", "with graphs.graph(g):"),
-    ("from torch.cuda import graphs", "with graphs.graph(g, pool=None) as ctx:"),
-    ("import torch", "g.capture_begin()"),
-])
-GRAPH_SYNCS = st.sampled_from(["torch.cuda.synchronize()", "y.item()", "s.synchronize()", "y.cpu()", "pass"])
+GRAPH_OPENERS = st.sampled_from(
+    [
+        ("import torch", "with torch.cuda.graph(g):"),
+        ("from torch.cuda import graph as capture", "with capture(g):"),
+        ("import torch.cuda.graphs as graphs", "with graphs.graph(g):"),
+        ("from torch.cuda import graphs", "with graphs.graph(g, pool=None) as ctx:"),
+        ("import torch", "g.capture_begin()"),
+    ]
+)
+GRAPH_SYNCS = st.sampled_from(
+    ["torch.cuda.synchronize()", "y.item()", "s.synchronize()", "y.cpu()", "pass"]
+)
 TIME_HEADERS = st.sampled_from(["", "import time", "# timing: time.time() below", '"""time it"""'])
 
 
@@ -215,14 +252,23 @@ def graph_and_timer_programs(draw) -> str:
     imports, opener = draw(GRAPH_OPENERS)
     sync = draw(GRAPH_SYNCS)
     header = draw(TIME_HEADERS)
-    body = ["g = torch.cuda.CUDAGraph()", "s = torch.cuda.Stream()", "y = torch.ones(4, device='cuda')"]
+    body = [
+        "g = torch.cuda.CUDAGraph()",
+        "s = torch.cuda.Stream()",
+        "y = torch.ones(4, device='cuda')",
+    ]
     if opener.endswith(":"):
-        body += [opener, f"    y = y * 2", f"    {sync}"]
+        body += [opener, "    y = y * 2", f"    {sync}"]
     else:
         body += [opener, "y = y * 2", sync, "g.capture_end()"]
     if draw(st.booleans()):
         body += ["t0 = time.time()", "z = y @ y", "t1 = time.time()", "print(t1 - t0)"]
-    return "\n".join(["import torch", imports, header, "", "def f():", *("    " + line for line in body)]) + "\n"
+    return (
+        "\n".join(
+            ["import torch", imports, header, "", "def f():", *("    " + line for line in body)]
+        )
+        + "\n"
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -233,10 +279,14 @@ def test_generated_graph_capture_and_timer_spellings_lint_identically(source):
 
 
 def test_graph_and_timer_generator_reaches_its_rules():
-    captured = ("import torch\nfrom torch.cuda import graph as capture\n\ndef f():\n"
-                "    g = torch.cuda.CUDAGraph()\n    with capture(g):\n        torch.cuda.synchronize()\n")
-    unimported = ("import torch\n\ndef f():\n    x = torch.zeros(4, device='cuda')\n    t0 = time.time()\n"
-                  "    y = x @ x\n    t1 = time.time()\n    print(t1 - t0)\n")
+    captured = (
+        "import torch\nfrom torch.cuda import graph as capture\n\ndef f():\n"
+        "    g = torch.cuda.CUDAGraph()\n    with capture(g):\n        torch.cuda.synchronize()\n"
+    )
+    unimported = (
+        "import torch\n\ndef f():\n    x = torch.zeros(4, device='cuda')\n    t0 = time.time()\n"
+        "    y = x @ x\n    t1 = time.time()\n    print(t1 - t0)\n"
+    )
     assert "SYN502" in [d.code for d in assert_same(captured, "captured.py")]
     assert "SYN205" in [d.code for d in assert_same(unimported, "unimported.py")]
 
@@ -247,15 +297,25 @@ def test_module_and_with_scans():
     from synclint.astscan import has_with_call, imports_or_names_module, uses_identifier
 
     time_mod = frozenset({"time", "timeit"})
-    yes = ["import time", "import os.path, time as t", "from time import perf_counter",
-           "from timeit import default_timer as timer", "def f():\n    import time\n",
-           "x = time.time()", "from . import time"]
+    yes = [
+        "import time",
+        "import os.path, time as t",
+        "from time import perf_counter",
+        "from timeit import default_timer as timer",
+        "def f():\n    import time\n",
+        "x = time.time()",
+        "from . import time",
+    ]
     no = ["# time.time()", '"""time it"""', "x = self.time", "import timer", "runtime = 1"]
     for source in yes:
         assert imports_or_names_module(ast.parse(source), time_mod), source
     for source in no:
         assert not imports_or_names_module(ast.parse(source), time_mod), source
-    assert has_with_call(ast.parse("class C:\n    def m(self):\n        with g(x) as y, open(p):\n            pass\n"))
+    assert has_with_call(
+        ast.parse(
+            "class C:\n    def m(self):\n        with g(x) as y, open(p):\n            pass\n"
+        )
+    )
     assert not has_with_call(ast.parse("with ctx:\n    pass\n"))
     assert uses_identifier(ast.parse("g.capture_begin()"), frozenset({"capture_begin"}))
     assert not uses_identifier(ast.parse("'capture_begin'"), frozenset({"capture_begin"}))
