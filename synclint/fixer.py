@@ -77,7 +77,14 @@ def _already_there(text: str, edit: tuple[int, int, str]) -> bool:
     start, end, content = edit
     if start != end:
         return text[start:end] == content
-    return bool(content) and (text.startswith(content, start) or text.endswith(content, 0, start))
+    if not content:
+        return False
+    if text.startswith(content, start):
+        return True
+    # The same whole line(s) just before the insertion point (not merely a matching tail of a
+    # differently indented line).
+    before = text[:start]
+    return before.endswith(content) and (len(before) == len(content) or before[-len(content) - 1] == "\n")
 
 
 def _accepted(text: str, fixes: Iterable[Fix]) -> list[tuple[Fix, list[tuple[int, int, str]]]]:

@@ -163,3 +163,15 @@ def test_an_insertion_already_in_place_is_not_repeated_by_a_later_run():
     second = fix_text(first.text, lint, unsafe=True)
     assert second.text == first.text == "a = 1\ns.wait_stream(t)\nb = 2\n"
     assert second.applied == 0
+
+
+def test_insertion_is_not_mistaken_for_a_differently_indented_line() -> None:
+    """An inserted line equal to the *tail* of the previous, more indented line is still new."""
+    from synclint.diagnostics import Applicability, Edit, Fix, Position, Span
+    from synclint.fixer import apply_fixes
+
+    text = "if x:\n        wait()\n    use()\n"
+    at = Position(3, 1)
+    fix = Fix("insert", Applicability.UNSAFE, (Edit(Span(at, at), "    wait()\n"),))
+    fixed, count = apply_fixes(text, [fix])
+    assert fixed == "if x:\n        wait()\n    wait()\n    use()\n" and count == 1

@@ -593,3 +593,15 @@ def test_corpus_false_positive_class_is_clean(path: Path) -> None:
     """Each file is correct code cut down from a real finding judged a false positive."""
     found = [d for d in lint_source(path.read_text(encoding="utf-8"), str(path)) if d.code.startswith("SYN1")]
     assert found == [], [(d.span.start.line, d.code) for d in found]
+
+
+def test_syn102_fix_names_the_tensor_where_the_fix_goes() -> None:
+    """The fix must name a variable still bound to the freed tensor at the insertion point (here
+    the attribute was rebound by the inlined helper; the local still holds it)."""
+    from synclint.fixer import apply_fixes
+
+    source = (ROOT / "fixtures/SYN102/bad_prefetcher_rebinds_without_record.py").read_text(encoding="utf-8")
+    [finding] = [d for d in lint_source(source, "p.py") if d.code == "SYN102"]
+    assert finding.fix is not None and "batch.record_stream(" in finding.fix.edits[0].content
+    fixed, _ = apply_fixes(source, [finding.fix])
+    assert [d.code for d in lint_source(fixed, "p.py") if d.code == "SYN102"] == []

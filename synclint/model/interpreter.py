@@ -295,7 +295,9 @@ class Interpreter:
             self._lifetime_keys.add(key)
             if release_op is None:
                 release_op = self.emit(OpKind.RELEASE, node, reads=(storage,))
-            self.model.lifetime_hazards.append(LifetimeHazard(storage, alloc_op, use, release_op))
+            self.model.lifetime_hazards.append(
+                LifetimeHazard(storage, alloc_op, use, release_op, names=self.names_of(storage))
+            )
 
     def _alloc_op(self, storage: Storage) -> Optional[Op]:
         return storage.alloc_op
@@ -318,6 +320,12 @@ class Interpreter:
             if value is not None and any(root is s.root for s in storages_of(value)):
                 return True
         return False
+
+    def names_of(self, storage: Storage) -> tuple:
+        """Names bound to ``storage`` (or a view of it) right now, plain locals first."""
+        root = storage.root
+        names = [n for n in root.names if any(s.root is root for s in storages_of(self.state.env.get(n)))]
+        return tuple(sorted(names, key=lambda n: ("." in n, n)))
 
     def bind(self, name: str, value) -> None:
         """Bind a name in the environment, remembering it on the storages it refers to."""
@@ -524,7 +532,8 @@ class Interpreter:
         used_here = [a for a in self.state.history.get(storage.id, ()) if a.stream.key == self.entry.key and a.op.seq]
         use = used_here[-1] if used_here else Access(op, storage, "read", self.entry)
         self.model.lifetime_hazards.append(
-            LifetimeHazard(storage, self._alloc_op(storage), use, op, how="handed-off")
+            LifetimeHazard(storage, self._alloc_op(storage), use, op, how="handed-off",
+                           names=self.names_of(storage))
         )
 
     # -- binding --------------------------------------------------------------------------------

@@ -132,6 +132,8 @@ class LifetimeHazard:
     #: "freed" (last reference dies here) or "handed-off" (returned to a caller that uses it on
     #: its current stream, with no ``record_stream``).
     how: str = "freed"
+    #: Names bound to it where the release happens (for a fix that must name it there).
+    names: tuple = ()
 
 
 def ordered(first: Op, second_vc: Mapping[str, int], second_stream: StreamValue) -> bool:

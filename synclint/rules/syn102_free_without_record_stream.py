@@ -73,9 +73,14 @@ class FreeWithoutRecordStream(Rule):
         release = hazard.release.node
         if not isinstance(release, (cst.Return, cst.Del)):
             return None
-        name = hazard.storage.label
-        if not is_identifier_path(name):
+        # A name still bound to this tensor where the fix goes (`del x` has just unbound x).
+        names = [n for n in hazard.names if is_identifier_path(n)]
+        if isinstance(release, cst.Del) and not names:
+            target = release.target
+            names = [ctx.code_for(e.value) for e in target.elements] if isinstance(target, cst.Tuple) else [ctx.code_for(target)]
+        if not names or not is_identifier_path(names[0]):
             return None
+        name = names[0]
         consumer = hazard.use.stream
         if consumer.is_default:
             target = current_stream_call(ctx)
