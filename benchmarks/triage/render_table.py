@@ -1,8 +1,8 @@
 """Render the triage table and its totals from ``verdicts.tsv`` into ``benchmarks/triage.md``.
 
 ``verdicts.tsv`` holds one hand-written row per finding (project, commit, file:line, rule, verdict,
-reason, false-positive class, and the runs that reported it: ``1`` the first run, ``2`` the run after
-the model fixes); this script only counts and formats, so the totals and the precision in
+reason, false-positive class, and the runs that reported it: ``1`` the first run, ``2`` and ``3``
+the runs after the model fixes); this script only counts and formats, so the totals and the precision in
 triage.md always match the rows. Verdicts: ``real`` (a real hazard or bug),
 ``deliberate`` (deliberate unsynchronized sharing that deserves a suppression comment), ``fp``.
 
@@ -63,7 +63,8 @@ def table(rows: list[dict]) -> list[str]:
 
 def main() -> int:
     rows = load()
-    summary = [*totals(rows, "1"), "", *totals(rows, "2")]
+    runs = sorted({run for r in rows for run in r["runs"].split(",") if run})
+    summary = [line for run in runs for line in [*totals(rows, run), ""]][:-1]
     block = "\n".join([START, "", *summary, "", *table(rows), "", END])
     text = TRIAGE.read_text(encoding="utf-8")
     head, _, rest = text.partition(START)
