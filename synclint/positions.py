@@ -33,21 +33,6 @@ def deep_recursion(limit: int = 20_000) -> Iterator[None]:
         sys.setrecursionlimit(old)
 
 
-class _ParentCollector(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self._stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._stack:
-            self.parents[node] = self._stack[-1]
-        self._stack.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._stack.pop()
-
-
 class PositionIndex:
     def __init__(self, module: cst.Module, source: str | None = None) -> None:
         self.module = module

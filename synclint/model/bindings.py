@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Iterator
 
 import libcst as cst
 
-from synclint.cstwalk import walk
+from synclint.cstwalk import parent_map, walk
 
 _MAX_DEPTH = 12
 
@@ -433,22 +433,5 @@ def iter_calls(node: cst.CSTNode) -> Iterable[cst.Call]:
     return found
 
 
-class _Parents(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self._stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._stack:
-            self.parents[node] = self._stack[-1]
-        self._stack.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._stack.pop()
-
-
 def build_parent_map(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
-    collector = _Parents()
-    walk(module, collector)
-    return collector.parents
+    return parent_map(module)

@@ -940,8 +940,8 @@ class ExpressionEvaluator:
         state = i.event_state(event) if event is not None else None
         if state is not None and state.stream is not None:
             i.note_ordering(stream, state.stream)
-        op = i.emit(OpKind.WAIT_EVENT, node, stream=stream, event=event, target=stream if explicit else None,
-                    recorded_by=state.recorded_by if state else ())
+        i.emit(OpKind.WAIT_EVENT, node, stream=stream, event=event, target=stream if explicit else None,
+               recorded_by=state.recorded_by if state else ())
         if state is not None:
             current = self.state
             current.vc[stream.key] = vc_join(current.stream_vc(stream.key), state.vc)
@@ -1099,7 +1099,7 @@ class ExpressionEvaluator:
 
     def transfer(self, node: cst.Call, storages: list[Storage], method: str, hint: Optional[str]):
         positional = _positional(node)
-        values = self.args(node)
+        self.args(node)
         src = storages[0]
         self.mark_tensor(storages)
         non_blocking = _is_true(_keyword(node, "non_blocking"))

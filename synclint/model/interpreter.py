@@ -16,7 +16,6 @@ joined with their handlers. Expression handling (calls, tensor methods) lives in
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Callable, Iterable, Optional
 
 import libcst as cst
@@ -40,7 +39,6 @@ from synclint.model.values import (
     HOST,
     Alternatives,
     EventValue,
-    HostValue,
     Storage,
     StreamValue,
     TupleValue,

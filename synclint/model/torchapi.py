@@ -16,6 +16,7 @@ from typing import Iterable
 import libcst as cst
 
 from synclint.cstwalk import walk
+from synclint.model.resolver import dotted
 from synclint.settings import AnalysisSettings
 
 #: Classes whose instances are CUDA(-like) events. ``torch.Event`` takes ``device`` first.
@@ -121,38 +122,29 @@ class _ImportCollector(cst.CSTVisitor):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            dotted = _dotted(alias.name)
-            if dotted is None:
+            full = dotted(alias.name)
+            if full is None:
                 continue
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.aliases.setdefault(alias.asname.name.value, dotted)
+                self.aliases.setdefault(alias.asname.name.value, full)
             else:
-                head = dotted.split(".")[0]
+                head = full.split(".")[0]
                 self.aliases.setdefault(head, head)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
-        base = _dotted(node.module)
+        base = dotted(node.module)
         if base is None:
             return
         for alias in node.names:
-            name = _dotted(alias.name)
+            name = dotted(alias.name)
             if name is None:
                 continue
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self.aliases.setdefault(local, f"{base}.{name}")
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
 
 
 def _simple_assignments(stmt: cst.CSTNode) -> Iterable[tuple[str, cst.BaseExpression]]:
