@@ -81,14 +81,7 @@ class _Builder:
 
     def run_scope(self, model: FunctionModel, body, counters=None, attributes=None) -> Interpreter:
         interp = self.interpreter(model, counters if counters is not None else {}, attributes)
-        try:
-            body(interp)
-        except RecursionError:
-            # Pathologically deep code: report nothing for this scope rather than guess.
-            model.ops.clear()
-            model.hazards.clear()
-            model.lifetime_hazards.clear()
-            model.truncated = True
+        _guarded(model, lambda: body(interp))
         interp.finish()
         self.result.functions.append(model)
         for nested in interp.nested:
@@ -174,19 +167,25 @@ class _Builder:
             interp.method_returns = dict(self._returns)
         if exports is not None:
             exports.seed(interp)
-        try:
-            interp.run_function(node, is_method=True)
-        except RecursionError:
-            model.ops.clear()
-            model.hazards.clear()
-            model.lifetime_hazards.clear()
-            model.truncated = True
+        _guarded(model, lambda: interp.run_function(node, is_method=True))
         interp.finish()
         if record:
             self.result.functions.append(model)
             for nested in interp.nested:
                 self.run_function(nested, name=f"{name}.{nested.name.value}")
         return interp
+
+
+def _guarded(model: FunctionModel, run) -> None:
+    """Run an interpretation; on pathologically deep code report nothing for the scope rather than
+    guess (``FunctionModel.truncated`` says so)."""
+    try:
+        run()
+    except RecursionError:
+        model.ops.clear()
+        model.hazards.clear()
+        model.lifetime_hazards.clear()
+        model.truncated = True
 
 
 def _parameter_entry(op) -> bool:
