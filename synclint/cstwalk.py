@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import weakref
 from typing import Callable, Iterator
 
 import libcst as cst
@@ -144,35 +145,59 @@ def _children_reversed(node: cst.CSTNode, skip: frozenset[type]) -> list[cst.CST
 
 
 _ATTRIBUTE_HOOK = re.compile(r"^(visit|leave)_[A-Z][A-Za-z]*_\w+$")
-_PLAN: dict[type, tuple[bool, frozenset[type]] | None] = {}
+_VISITOR_BASES = frozenset(cst.CSTVisitor.__mro__)
+_TRIVIA_NAMES = frozenset(t.__name__ for t in TRIVIA)
+_Handlers = tuple[Callable | None, Callable | None]
 
 
-def _plan(visitor_type: type) -> tuple[bool, frozenset[type]] | None:
-    """(uses default dispatch, node types it may skip), or None when libcst must do the walk."""
-    if visitor_type in _PLAN:
-        return _PLAN[visitor_type]
-    plan: tuple[bool, frozenset[type]] | None
-    base = cst.CSTVisitor
-    if (
-        not issubclass(visitor_type, base)
-        or visitor_type.on_visit_attribute is not base.on_visit_attribute
-        or visitor_type.on_leave_attribute is not base.on_leave_attribute
-        or any(
-            _ATTRIBUTE_HOOK.match(name) and _overrides(visitor_type, name)
-            for name in dir(visitor_type)
+class _Plan:
+    """How to walk with one visitor class, read from the class's own methods.
+
+    Plans are kept in a weak dictionary: rules define visitor classes inside functions, so a new
+    class appears on every call, and a plan must cost little to build and nothing to keep."""
+
+    __slots__ = ("libcst_only", "default_dispatch", "skip", "handlers")
+
+    def __init__(self, visitor_type: type) -> None:
+        base = cst.CSTVisitor
+        self.handlers: dict[type, _Handlers] = {}
+        self.skip: frozenset[type] = frozenset()
+        self.default_dispatch = False
+        self.libcst_only = True
+        if not issubclass(visitor_type, base):
+            return
+        names = {
+            name
+            for klass in visitor_type.__mro__
+            if klass not in _VISITOR_BASES
+            for name in vars(klass)
+            if name.startswith(("visit_", "leave_"))
+        }
+        own = {name for name in names if _overrides(visitor_type, name)}
+        if (
+            visitor_type.on_visit_attribute is not base.on_visit_attribute
+            or visitor_type.on_leave_attribute is not base.on_leave_attribute
+            or any(_ATTRIBUTE_HOOK.match(name) for name in own)
+        ):
+            return  # per-attribute hooks: only libcst's own traversal calls them
+        self.libcst_only = False
+        self.default_dispatch = (
+            visitor_type.on_visit is base.on_visit and visitor_type.on_leave is base.on_leave
         )
-    ):
-        plan = None
-    else:
-        default = visitor_type.on_visit is base.on_visit and visitor_type.on_leave is base.on_leave
-        handles_trivia = any(
-            _overrides(visitor_type, f"{kind}_{t.__name__}")
-            for t in TRIVIA
-            for kind in ("visit", "leave")
-        )
-        plan = (default, frozenset() if (handles_trivia or not default) else TRIVIA)
-    _PLAN[visitor_type] = plan
-    return plan
+        handles_trivia = any(name.split("_", 1)[1] in _TRIVIA_NAMES for name in own)
+        if self.default_dispatch and not handles_trivia:
+            self.skip = TRIVIA
+
+
+_PLANS: "weakref.WeakKeyDictionary[type, _Plan]" = weakref.WeakKeyDictionary()
+
+
+def _plan(visitor_type: type) -> _Plan | None:
+    """The walking plan for ``visitor_type``, or None when libcst must do the walk."""
+    plan = _PLANS.get(visitor_type)
+    if plan is None:
+        plan = _PLANS[visitor_type] = _Plan(visitor_type)
+    return None if plan.libcst_only else plan
 
 
 def _overrides(visitor_type: type, name: str) -> bool:
@@ -180,21 +205,14 @@ def _overrides(visitor_type: type, name: str) -> bool:
     return mine is not None and mine is not getattr(cst.CSTVisitor, name, None)
 
 
-_HANDLERS: dict[tuple[type, type], tuple[Callable | None, Callable | None]] = {}
-
-
-def _handlers(visitor_type: type, node_type: type) -> tuple[Callable | None, Callable | None]:
-    key = (visitor_type, node_type)
-    found = _HANDLERS.get(key)
+def _handlers(plan: _Plan, visitor_type: type, node_type: type) -> _Handlers:
+    found = plan.handlers.get(node_type)
     if found is None:
         name = node_type.__name__
-        found = _HANDLERS[key] = (
-            getattr(visitor_type, f"visit_{name}")
-            if _overrides(visitor_type, f"visit_{name}")
-            else None,
-            getattr(visitor_type, f"leave_{name}")
-            if _overrides(visitor_type, f"leave_{name}")
-            else None,
+        visit, leave = f"visit_{name}", f"leave_{name}"
+        found = plan.handlers[node_type] = (
+            getattr(visitor_type, visit) if _overrides(visitor_type, visit) else None,
+            getattr(visitor_type, leave) if _overrides(visitor_type, leave) else None,
         )
     return found
 
@@ -204,16 +222,14 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     plan = _plan(type(visitor))
     if plan is None:
         node.visit(visitor)
-        return
-    default, skip = plan
-    if default:
-        _walk_dispatching(node, visitor, skip)
+    elif plan.default_dispatch:
+        _walk_dispatching(node, visitor, plan)
     else:
         _walk_generic(node, visitor)
 
 
-def _walk_dispatching(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozenset[type]) -> None:
-    visitor_type = type(visitor)
+def _walk_dispatching(root: cst.CSTNode, visitor: cst.CSTVisitor, plan: _Plan) -> None:
+    visitor_type, skip, handlers = type(visitor), plan.skip, plan.handlers
     stack: list = [root]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
@@ -221,7 +237,10 @@ def _walk_dispatching(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozense
         if type(item) is tuple:  # (leave handler, node)
             item[0](visitor, item[1])
             continue
-        on_visit, on_leave = _handlers(visitor_type, type(item))
+        found = handlers.get(type(item))
+        if found is None:
+            found = _handlers(plan, visitor_type, type(item))
+        on_visit, on_leave = found
         if on_leave is not None:
             push((on_leave, item))
         if on_visit is None or on_visit(visitor, item) is not False:

@@ -612,7 +612,7 @@ def test_syn102_fix_names_the_tensor_where_the_fix_goes() -> None:
 #: Real hazards from the corpus triage, cut down; each marks its expected findings with `# error:`.
 TP_CLASSES = sorted((ROOT / "benchmarks" / "triage" / "tp_classes").glob("*.py"))
 #: Found in run 1/2 but no longer reported in run 3 (recall regressions; benchmarks/triage.md).
-LOST_TP_CLASSES = {"private_helper_copies_list_elements_unordered"}
+LOST_TP_CLASSES: set[str] = set()
 
 
 @pytest.mark.parametrize(

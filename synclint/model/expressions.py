@@ -204,7 +204,9 @@ class ExpressionEvaluator:
         if key is not None and (key.startswith("self.") or key in self.state.env):
             self.i.bind(key, storage)
         if key is not None and not key.startswith("self.") and (
-            not self.i.inline_stack or key.split(".")[0] in self.i.params or key in self.i.param_elements
+            not self.i.inline_stack
+            or key.split(".")[0] in self.i.params
+            or key.split(".")[0] in self.i.param_elements
         ):
             # Of unknown origin: made by the caller, on its stream. Inside a helper walked from a
             # call site, only what the call passed in counts as the caller's.

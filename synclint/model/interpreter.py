@@ -709,8 +709,11 @@ class Interpreter:
         iterable = self.exprs.ev(stmt.iter)
 
         sources = [stmt.iter] + ([a.value for a in stmt.iter.args] if isinstance(stmt.iter, cst.Call) else [])
-        if any(isinstance(n, cst.Name) and n.value in self.params for n in sources):
-            # Elements of a parameter (`for t in tensors:`) are the caller's values too.
+        if any(
+            (isinstance(n, cst.Name) and n.value in self.params) or _is_self_attribute(n) for n in sources
+        ):
+            # Elements of a parameter or of an attribute (`for t in tensors:`, `for op in
+            # self.send_ops:`) were made before this call: the caller's values.
             self.param_elements.update(_target_names(stmt.target))
 
         def body() -> None:

@@ -96,10 +96,18 @@ class UnorderedCrossStreamAccess(Rule):
                 f"{', '.join(map(str, lines))})"
             )
         modes = {h.second.mode for h in hazards}
-        message = (
-            f"{subject} and {describe_access('write' if 'write' in modes else 'read')} on "
-            f"{second.stream.label} (line {line}) with nothing ordering them"
-        )
+        if len(modes) == 1:
+            used = f"{describe_access(modes.pop())} on {second.stream.label} (line {line})"
+        else:
+            by_mode = {
+                mode: ", ".join(dict.fromkeys(f"`{h.storage.label}`" for h in hazards if h.second.mode == mode))
+                for mode in ("read", "write")
+            }
+            used = (
+                f"used on {second.stream.label} (line {line}: {by_mode['read']} read, "
+                f"{by_mode['write']} written)"
+            )
+        message = f"{subject} and {used} with nothing ordering them"
         fix = self.fix(ctx, hazard)
         if fix is not None:
             message += f"; {fix.message}"

@@ -36,7 +36,14 @@ class FreeWithoutRecordStream(Rule):
         alloc = storage.alloc_stream
         use = hazard.use
         name = storage.label
-        release_line = ctx.line(hazard.release.node)
+        release_node = hazard.release.node
+        if isinstance(release_node, (cst.Return, cst.Del, cst.Assign, cst.AugAssign, cst.AnnAssign)) or hazard.how != "freed":
+            release_line = ctx.line(release_node)
+            dies = f"dies at line {release_line}"
+        else:
+            # The function ends: its locals die after its last statement.
+            release_line = ctx.span(release_node).end.line
+            dies = f"dies when the function returns (after line {release_line})"
         if hazard.how == "handed-off":
             message = (
                 f"`{name}` is allocated on {alloc.label} and returned at line {release_line} for use on "
@@ -46,7 +53,7 @@ class FreeWithoutRecordStream(Rule):
         else:
             message = (
                 f"`{name}` is allocated on {alloc.label} and used on {use.stream.label} (line "
-                f"{ctx.line(use.node)}), but its last reference dies at line {release_line} before "
+                f"{ctx.line(use.node)}), but its last reference {dies} before "
                 f"that use is ordered before later work on {alloc.label}: the caching allocator may "
                 f"reuse its memory on {alloc.label} while {use.stream.label} still uses it"
             )

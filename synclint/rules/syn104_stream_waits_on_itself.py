@@ -51,7 +51,7 @@ class StreamWaitsOnItself(Rule):
                     continue
                 seen.add(id(op.node))
                 message = (
-                    f"{what}: inside `with torch.cuda.stream(...)` the current stream is "
+                    f"{what}: inside the `with` block of {op.block_stream.label} the current stream is "
                     f"{op.block_stream.label}, so this call is a no-op"
                 )
                 fix = self.fix(ctx, op)

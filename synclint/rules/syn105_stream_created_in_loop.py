@@ -52,9 +52,9 @@ class StreamCreatedInLoop(Rule):
                 if function.name.endswith("__init__") or self.pool_or_unused(ctx, op.node):
                     continue
                 message = (
-                    "a new stream is created on every loop iteration: `torch.cuda.Stream()` hands out "
-                    "streams round-robin from a small fixed pool per device, so these alias earlier "
-                    "streams; create the streams once, before the loop"
+                    f"a new stream is created on every loop iteration: `{ctx.code_for(op.node.func)}()` "
+                    "hands out streams round-robin from a small fixed pool per device, so these alias "
+                    "earlier streams; create the streams once, before the loop"
                 )
                 yield ctx.diagnostic(self, op.node, message)
 
