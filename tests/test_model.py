@@ -342,3 +342,24 @@ def test_configured_synchronizing_methods_end_the_use():
     assert any(f.lifetime_hazards for f in plain.functions)
     configured = build_module_model(module, AnalysisSettings(synchronizing_functions=("TensorMemoryPool.store_tensor",)))
     assert not any(f.lifetime_hazards for f in configured.functions)
+
+
+def test_in_loop_counts_the_functions_own_loops_only():
+    """A helper walked from a caller's loop is not itself "in a loop" (SYN105 judges its body)."""
+    f = model_of(
+        """
+        import torch
+        class Bench:
+            def _run_one(self, size):
+                torch.cuda.synchronize()
+                stream = torch.cuda.Stream()
+                with torch.cuda.stream(stream):
+                    torch.ones(size, device="cuda")
+            def run(self, sizes):
+                for size in sizes:
+                    self._run_one(size)
+        """,
+        "Bench.run",
+    )
+    [create] = {id(op.node): op for op in ops(f, OpKind.CREATE_STREAM)}.values()
+    assert create.inlined and not create.in_loop

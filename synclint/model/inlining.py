@@ -63,7 +63,8 @@ def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
         if isinstance(star, cst.Param):
             env[star.name.value] = None
 
-    saved_params, saved_entry_op = interp.params, interp.entry_op
+    saved_params, saved_entry_op, saved_loop_base = interp.params, interp.entry_op, interp.loop_base
+    interp.loop_base = interp.loop_depth
     caller_stream = interp.state.current
     interp.state.env = env
     for name, value in env.items():
@@ -81,7 +82,7 @@ def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
         returns = interp.inline_returns.pop()
         interp.inline_keep.pop()
         interp.inline_stack.pop()
-        interp.params, interp.entry_op = saved_params, saved_entry_op
+        interp.params, interp.entry_op, interp.loop_base = saved_params, saved_entry_op, saved_loop_base
 
     ends = [state for state, _ in returns]
     if not interp.state.dead:

@@ -103,6 +103,8 @@ class Interpreter:
                 self.bind(name, value)
         self.iteration = 0
         self.loop_depth = 0
+        #: Loops of callers a helper is walked from do not make its ops "in a loop" (SYN105).
+        self.loop_base = 0
         self.block_streams: list[StreamValue] = []
         self.graph_depth = 0
         self.params: set[str] = set()
@@ -143,7 +145,7 @@ class Interpreter:
             vc=vc,
             host_vc=dict(state.host_vc),
             iteration=self.iteration,
-            in_loop=self.loop_depth > 0,
+            in_loop=self.loop_depth > self.loop_base,
             block_stream=self.block_streams[-1] if self.block_streams else None,
             in_graph_capture=self.graph_depth > 0,
             inlined=bool(self.inline_stack),

@@ -44,6 +44,7 @@ class StreamCreatedInLoop(Rule):
         seen: set[int] = set()
         for function in functions(ctx):
             for op in function.ops:
+                # `in_loop` counts the function's own loops (not those of a caller it is walked from).
                 if op.kind != OpKind.CREATE_STREAM or not op.in_loop or id(op.node) in seen:
                     continue
                 seen.add(id(op.node))
