@@ -169,3 +169,24 @@ def test_fixtures_lint_identically_with_libcst_traversal(monkeypatch):
     slow = {p: lint_source(p.read_text(), str(p), codes) for p in fixtures}
     assert fast == slow
     assert sum(len(v) for v in fast.values()) > 20  # the fixtures do produce findings
+
+
+def test_visitor_classes_made_per_call_leave_no_plans_behind():
+    """Rules define visitor classes inside functions: a new class per call must not accumulate."""
+    import gc
+
+    module = cst.parse_module("f(x)\ng(y)\n")
+
+    def count_calls() -> int:
+        class Calls(cst.CSTVisitor):
+            n = 0
+
+            def visit_Call(self, node):
+                Calls.n += 1
+
+        cstwalk.walk(module, Calls())
+        return Calls.n
+
+    assert all(count_calls() == 2 for _ in range(200))
+    gc.collect()
+    assert len(cstwalk._PLANS) < 50
