@@ -414,6 +414,10 @@ class ExpressionEvaluator:
             key = dotted(node.value)
             if key is not None and key + "[]" in self.state.env:
                 return self.state.env[key + "[]"]
+        if isinstance(base, WorkValue) or (
+            isinstance(base, Alternatives) and all(isinstance(v, WorkValue) for v in base.values)
+        ):
+            return base  # `works[block][chunk]`: a handle from a nested container of handles
         if isinstance(base, TupleValue):
             inner = node.slice[0].slice
             if isinstance(inner, cst.Index) and isinstance(inner.value, cst.Integer):

@@ -591,6 +591,9 @@ class Interpreter:
                 self.exprs.ev(getattr(element.slice, "value", None))
             if _holds_work(value):
                 self.keep_in_container(target.value, value)
+            elif isinstance(stmt_value := getattr(stmt, "value", None), cst.Name) and stmt_value.value + "[]" in self.state.env:
+                # `self.works[i] = works`: the handles kept in `works` are now kept there too.
+                self.keep_in_container(target.value, self.state.env[stmt_value.value + "[]"])
             base_storages = storages_of(base)
             if base_storages and any(s.root.tensor for s in base_storages):
                 self.exprs.tensor_op(stmt, reads=storages_of(value), writes=base_storages, inplace=True)
