@@ -154,13 +154,13 @@ class _Plan:
     """How to walk with one visitor class, read from the class's own methods.
 
     Plans are kept in a weak dictionary: rules define visitor classes inside functions, so a new
-    class appears on every call, and a plan must cost little to build and nothing to keep."""
+    class appears on every call, and a plan must cost little to build and nothing to keep. (It holds
+    no handler: a handler may refer to its class, and the class would never be freed.)"""
 
-    __slots__ = ("libcst_only", "default_dispatch", "skip", "handlers")
+    __slots__ = ("libcst_only", "default_dispatch", "skip")
 
     def __init__(self, visitor_type: type) -> None:
         base = cst.CSTVisitor
-        self.handlers: dict[type, _Handlers] = {}
         self.skip: frozenset[type] = frozenset()
         self.default_dispatch = False
         self.libcst_only = True
@@ -205,12 +205,12 @@ def _overrides(visitor_type: type, name: str) -> bool:
     return mine is not None and mine is not getattr(cst.CSTVisitor, name, None)
 
 
-def _handlers(plan: _Plan, visitor_type: type, node_type: type) -> _Handlers:
-    found = plan.handlers.get(node_type)
+def _handlers(handlers: dict, visitor_type: type, node_type: type) -> _Handlers:
+    found = handlers.get(node_type)
     if found is None:
         name = node_type.__name__
         visit, leave = f"visit_{name}", f"leave_{name}"
-        found = plan.handlers[node_type] = (
+        found = handlers[node_type] = (
             getattr(visitor_type, visit) if _overrides(visitor_type, visit) else None,
             getattr(visitor_type, leave) if _overrides(visitor_type, leave) else None,
         )
@@ -229,7 +229,8 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
 
 
 def _walk_dispatching(root: cst.CSTNode, visitor: cst.CSTVisitor, plan: _Plan) -> None:
-    visitor_type, skip, handlers = type(visitor), plan.skip, plan.handlers
+    visitor_type, skip = type(visitor), plan.skip
+    handlers: dict[type, _Handlers] = {}  # per walk: see _Plan
     stack: list = [root]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
@@ -239,7 +240,7 @@ def _walk_dispatching(root: cst.CSTNode, visitor: cst.CSTVisitor, plan: _Plan) -
             continue
         found = handlers.get(type(item))
         if found is None:
-            found = _handlers(plan, visitor_type, type(item))
+            found = _handlers(handlers, visitor_type, type(item))
         on_visit, on_leave = found
         if on_leave is not None:
             push((on_leave, item))
