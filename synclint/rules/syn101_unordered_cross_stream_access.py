@@ -86,15 +86,19 @@ class UnorderedCrossStreamAccess(Rule):
             subject = first_clause(hazard, ctx)
         else:
             lines = sorted({ctx.line(h.first.node) for h in hazards})
-            modes = {h.first.mode for h in hazards}
-            verb = describe_access("write" if "write" in modes else "read")
-            tensors = ", ".join(f"`{n}`" for n in names)
-            were = "is" if len(names) == 1 else "are"
             where = "line" if len(lines) == 1 else "lines"
-            subject = (
-                f"{tensors} {were} {verb} on {hazard.first.stream.label} ({where} "
-                f"{', '.join(map(str, lines))})"
-            )
+            parts = []
+            for mode in ("write", "read"):
+                named = list(dict.fromkeys(f"`{h.storage.label}`" for h in hazards if h.first.mode == mode))
+                if named:
+                    parts.append(f"{', '.join(named)} {describe_access(mode)}")
+            if len(parts) == 1:
+                were = "is" if len(names) == 1 else "are"
+                tensors, verb = parts[0].rsplit(" ", 1)
+                subject = f"{tensors} {were} {verb}"
+            else:
+                subject = " and ".join(parts)
+            subject += f" on {hazard.first.stream.label} ({where} {', '.join(map(str, lines))})"
         modes = {h.second.mode for h in hazards}
         if len(modes) == 1:
             used = f"{describe_access(modes.pop())} on {second.stream.label} (line {line})"
