@@ -13,11 +13,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Optional
 
 import libcst as cst
 
+from synclint.cstwalk import walk
 from synclint.model.interpreter import FunctionSummary, Interpreter
 from synclint.model.resolver import ImportResolver
 from synclint.model.state import EventState
@@ -26,16 +26,23 @@ from synclint.model.values import EventValue, Storage, StreamList, StreamValue, 
 from synclint.settings import AnalysisSettings
 
 
-def build_module_model(module: cst.Module, settings: Optional[AnalysisSettings] = None) -> ModuleModel:
+def build_module_model(
+    module: cst.Module, settings: Optional[AnalysisSettings] = None, source: Optional[str] = None
+) -> ModuleModel:
+    """The model of a parsed module. Pass the ``source`` text it was parsed from when you have it
+    (regenerating it from the tree costs about as much as parsing)."""
     settings = settings or AnalysisSettings()
     resolver = ImportResolver(module, settings.accelerator_wrappers)
-    builder = _Builder(module, resolver, settings)
+    builder = _Builder(module, resolver, settings, source)
     return builder.build()
 
 
 class _Builder:
-    def __init__(self, module: cst.Module, resolver: ImportResolver, settings: AnalysisSettings) -> None:
+    def __init__(
+        self, module: cst.Module, resolver: ImportResolver, settings: AnalysisSettings, source: Optional[str] = None
+    ) -> None:
         self.module = module
+        self.source = source
         self.resolver = resolver
         self.settings = settings
         self.summaries: dict[str, FunctionSummary] = {}
@@ -60,9 +67,14 @@ class _Builder:
     # -- module-level helpers ----------------------------------------------------------------
 
     def summarise(self, functions: list[cst.FunctionDef]) -> None:
-        """Two rounds, so a helper calling a synchronizing helper is seen as synchronizing."""
-        for _ in range(2):
-            for function in functions:
+        """Summarise the helpers something in the module calls; a second round only when a helper
+        turned out to synchronize (so a helper calling it is seen as synchronizing too)."""
+        text = self.source if self.source is not None else self.module.code
+        called = [f for f in functions if text.count(f"{f.name.value}(") > 1]  # more than its `def`
+        for round_ in range(2):
+            if round_ and not any(s.synchronizes for s in self.summaries.values()):
+                break
+            for function in called:
                 model = FunctionModel(function.name.value, function)
                 interp = self.interpreter(model, {})
                 try:
@@ -96,11 +108,12 @@ class _Builder:
     def run_class(self, cls: cst.ClassDef) -> None:
         methods = [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
         self._methods = {m.name.value: m for m in methods}
-        self._assigned = set(re.findall(r"self\.(\w+)\s*(?::[^=\n]*)?=(?!=)", self.module.code_for_node(cls)))
+        facts = _ClassFacts.of(cls)
+        self._assigned = facts.assigned
         init = next((m for m in methods if m.name.value == "__init__"), None)
         # Private helpers called from the class are analysed where they are called (inlining),
         # not as entry points of their own.
-        called = _called_on_self(self.module, methods)
+        called = facts.called_elsewhere
         others = [
             m for m in methods
             if m is not init and not (m.name.value.startswith("_") and not m.name.value.startswith("__")
@@ -192,16 +205,56 @@ def _parameter_entry(op) -> bool:
     return op.kind == OpKind.ENTRY and op.origin_op is None and op.note == "by the caller"
 
 
-def _called_on_self(module: cst.Module, methods) -> set:
-    """Names of methods some other method of the class calls as ``self.name(...)``."""
-    names = {m.name.value for m in methods}
-    called = set()
-    for method in methods:
-        text = module.code_for_node(method.body)
-        for name in names:
-            if name != method.name.value and f"self.{name}(" in text:
-                called.add(name)
-    return called
+class _ClassFacts(cst.CSTVisitor):
+    """One cheap walk over a class: which ``self.x`` it assigns anywhere, and which methods other
+    methods call as ``self.m(...)`` (no source regeneration: that costs as much as a parse)."""
+
+    def __init__(self) -> None:
+        self.assigned: set[str] = set()
+        self.calls: dict[str, set[str]] = {}  # method -> names it calls on self
+        self._method: list[str] = []
+
+    @classmethod
+    def of(cls_, node: cst.ClassDef) -> "_ClassFacts":
+        facts = cls_()
+        walk(node.body, facts)
+        return facts
+
+    @property
+    def called_elsewhere(self) -> set[str]:
+        return {name for caller, names in self.calls.items() for name in names if name != caller}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._method.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._method.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if self._method and _is_self_attr(func):
+            self.calls.setdefault(self._method[0], set()).add(func.attr.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def _targets(self, target: cst.BaseExpression) -> None:
+        if _is_self_attr(target):
+            self.assigned.add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._targets(element.value)
+
+
+def _is_self_attr(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
 
 
 def _informative(value) -> bool:

@@ -80,7 +80,7 @@ class RuleContext:
     def model(self) -> "ModuleModel":
         from synclint.model import build_module_model
 
-        return build_module_model(self.module, self.settings)
+        return build_module_model(self.module, self.settings, self.source)
 
     @cached_property
     def positions(self):
