@@ -124,8 +124,9 @@ class _Builder:
 
         attributes: dict = {}
         init_exports = _Exports()
+        init_interp = None
         if init is not None:
-            interp = self.method(cls, init, counters, {}, record=True)
+            interp = init_interp = self.method(cls, init, counters, {}, record=True)
             attributes = _attributes(interp)
             # What `__init__` does on the caller's stream (allocating and zeroing buffers) is
             # long done by the time other methods run; its side-stream work (a first prefetch) is not.
@@ -134,6 +135,7 @@ class _Builder:
         # Round 1: learn what each method leaves open.
         exports = [init_exports]
         first_round = {}
+        known_before = {k for k, v in attributes.items() if _informative(v)}
         for method in others:
             interp = self.method(cls, method, counters, attributes, init_exports, record=False)
             first_round[method.name.value] = interp
@@ -146,8 +148,28 @@ class _Builder:
         # and sees through helpers that return a tensor made on an attribute stream.
         combined = _Exports.combine(exports)
         self._returns = self.method_returns(first_round)
+        # Nothing for a second round to start from when no method put device work on any other
+        # stream than the caller's (then no two methods' accesses can race), or when nothing new
+        # was learned at all.
+        single_stream = not any(
+            op.on_device and op.stream.key != interp.entry.key
+            for interp in [*first_round.values(), *([init_interp] if init_interp else [])]
+            for op in interp.model.ops
+        )
+        settled = not self._returns and (
+            single_stream
+            or (
+                not any(e.accesses or e.events for e in exports[1:])
+                and {k for k, v in attributes.items() if _informative(v)} == known_before
+            )
+        )
         for method in others:
-            interp = self.method(cls, method, counters, attributes, combined, record=True)
+            if settled:
+                # Nothing new for a second round to start from: it would repeat the first.
+                interp = first_round[method.name.value]
+                self.record(interp)
+            else:
+                interp = self.method(cls, method, counters, attributes, combined, record=True)
             if method.name.value in called:
                 # Called from the class too: its parameters are judged at those call sites, where
                 # they are bound to the caller's values (and its waits).
@@ -183,10 +205,13 @@ class _Builder:
         _guarded(model, lambda: interp.run_function(node, is_method=True))
         interp.finish()
         if record:
-            self.result.functions.append(model)
-            for nested in interp.nested:
-                self.run_function(nested, name=f"{name}.{nested.name.value}")
+            self.record(interp)
         return interp
+
+    def record(self, interp: Interpreter) -> None:
+        self.result.functions.append(interp.model)
+        for nested in interp.nested:
+            self.run_function(nested, name=f"{interp.model.name}.{nested.name.value}")
 
 
 def _guarded(model: FunctionModel, run) -> None:
