@@ -79,3 +79,14 @@ def block_stream_text(ctx: RuleContext, block: cst.With) -> Optional[str]:
             if is_identifier_path(text):
                 return text
     return None
+
+
+def copy_vs_host_data(ctx: RuleContext, tensor: str, hazard: str, copy_op, copy_access: str,
+                      host_node, host_access: str) -> dict:
+    """``data`` for a finding between a non-blocking copy and a host access (SYN301, SYN304)."""
+    return {
+        "tensor": tensor,
+        "hazard": hazard,
+        "first": {"stream": copy_op.stream.short, "line": ctx.line(copy_op.node), "access": copy_access},
+        "second": {"stream": "host", "line": ctx.line(host_node), "access": host_access},
+    }

@@ -18,7 +18,7 @@ from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import OpKind
 from synclint.model.file_facts import import_resolver, tensor_facts
 from synclint.model.torchapi import keyword
-from synclint.rules._common import functions, stream_text
+from synclint.rules._common import copy_vs_host_data, functions, stream_text
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn205_host_timer_without_sync import insert_sync
 
@@ -174,14 +174,5 @@ class NonBlockingD2HReadBeforeSync(Rule):
             message,
             related=[(copy_op.node, "non-blocking device-to-host copy")],
             fix=insert_sync(ctx, read.site.node, fix_text, Applicability.UNSAFE),
-            data={
-                "tensor": label,
-                "hazard": "host-read-before-copy",
-                "first": {
-                    "stream": copy_op.stream.short,
-                    "line": ctx.line(copy_op.node),
-                    "access": "write",
-                },
-                "second": {"stream": "host", "line": ctx.line(read.site.node), "access": "read"},
-            },
+            data=copy_vs_host_data(ctx, label, "host-read-before-copy", copy_op, "write", read.site.node, "read"),
         )

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import OpKind
-from synclint.rules._common import functions
+from synclint.rules._common import copy_vs_host_data, functions
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn205_host_timer_without_sync import insert_sync
 from synclint.rules.syn301_non_blocking_d2h_read_before_sync import in_flight_copies, sync_text
@@ -54,14 +54,5 @@ class PinnedSourceMutatedInFlight(Rule):
             message,
             related=[(copy_op.node, "non-blocking copy from the pinned buffer")],
             fix=insert_sync(ctx, write.site.node, fix_text, Applicability.UNSAFE),
-            data={
-                "tensor": label,
-                "hazard": "host-write-during-copy",
-                "first": {
-                    "stream": copy_op.stream.short,
-                    "line": ctx.line(copy_op.node),
-                    "access": "read",
-                },
-                "second": {"stream": "host", "line": ctx.line(write.site.node), "access": "write"},
-            },
+            data=copy_vs_host_data(ctx, label, "host-write-during-copy", copy_op, "read", write.site.node, "write"),
         )
