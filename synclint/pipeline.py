@@ -14,11 +14,14 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
+from synclint import catalogue
 from synclint.diagnostics import Diagnostic, Position, Span
-from synclint.engine import Analysis, analyse
-from synclint.rules.registry import all_rules
 from synclint.settings import AnalysisSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synclint.engine import Analysis
 from synclint.suppressions import (
     apply_suppressions,
     parse_directives,
@@ -128,6 +131,8 @@ def _triggers_for(
 ) -> tuple[tuple[str, tuple[str, ...], re.Pattern | None], ...] | None:
     """(code, trigger words, trigger pattern) of each enabled rule; None when some enabled rule has
     no trigger words (then there is no prefilter)."""
+    from synclint.rules.registry import all_rules  # only once a file is really linted
+
     table = []
     for code in sorted(codes):
         rule = all_rules().get(code)
@@ -174,6 +179,8 @@ def _syntax_refined(text: str, path: str, may_fire: frozenset[str]) -> tuple[fro
     CPython's parser is about ten times faster than libcst's, so a rule with a cheap syntactic
     precondition (SYN302 needs a bare ``x.to(...)``-like statement) can rule a file out before libcst
     ever sees it. Returns (codes, whether the file compiled); codes are unchanged when it did not."""
+    from synclint.rules.registry import all_rules
+
     checks = []
     for code in may_fire:
         check = getattr(all_rules().get(code), "syntax_check", None)
@@ -193,6 +200,8 @@ def _syntax_refined(text: str, path: str, may_fire: frozenset[str]) -> tuple[fro
 def _plan(text: str, path: str, codes: frozenset[str]) -> tuple[Analysis | None, frozenset[str]]:
     """(an empty analysis when no enabled rule can fire and the file compiles, else None; the codes
     to analyse the file with)."""
+    from synclint.engine import Analysis
+
     may_fire = codes_that_may_fire(text, codes)
     if may_fire is None:
         return None, codes
@@ -223,6 +232,8 @@ def lint_text(
     codes = file_settings.codes
     analysis, run = _plan(text, path, codes) if prefilter else (None, codes)
     if analysis is None:
+        from synclint.engine import analyse
+
         analysis = analyse(text, path, run or codes, file_settings.settings)
     result = FileResult(path=path, source=text)
     for crash in analysis.crashes:
@@ -231,7 +242,7 @@ def lint_text(
             "(this is a synclint bug; please report it with the file)\n" + crash.traceback.rstrip()
         )
     directives = parse_directives(text)
-    known = all_rules().keys()
+    known, _ = catalogue.codes()
     for line, code in unknown_codes(directives, known):
         result.warnings.append(
             f"{path}:{line}: unknown rule code `{code}` in a suppression comment"

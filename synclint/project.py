@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pathspec
 
+from synclint import catalogue
 from synclint.cache import CACHE_DIR_NAME
 from synclint.config import ConfigError, ConfigFinder, FileConfig, load_config
 from synclint.discovery import DEFAULT_EXCLUDE, ExcludeRules
 from synclint.pipeline import FileSettings
-from synclint.rules.registry import all_rules
 from synclint.selection import SelectionLayer, SelectorError, expand_all, resolve
 
 
@@ -41,7 +41,7 @@ class Project:
         self._finder = ConfigFinder(self.cwd)
         self._settings: dict[tuple, FileSettings] = {}
         self._pfi: dict[FileConfig, list[tuple[pathspec.PathSpec, frozenset[str]]]] = {}
-        known = all_rules().keys()
+        known, _ = catalogue.codes()
         try:
             layer = overrides.layer()
             expand_all((*(layer.select or ()), *layer.extend_select, *layer.ignore), known)
@@ -68,7 +68,7 @@ class Project:
         self, config: FileConfig
     ) -> list[tuple[pathspec.PathSpec, frozenset[str]]]:
         if config not in self._pfi:
-            known = all_rules().keys()
+            known, _ = catalogue.codes()
             entries = []
             for pattern, selectors in config.per_file_ignores:
                 try:
@@ -96,11 +96,10 @@ class Project:
                     ignored |= codes
         key = (config, ignored)
         if key not in self._settings:
-            rules = all_rules()
-            defaults = [code for code, rule in rules.items() if rule.default_enabled]
             file_layer = SelectionLayer(config.select, config.extend_select, config.ignore)
             try:
-                codes = resolve([file_layer, self.overrides.layer()], rules.keys(), defaults)
+                known, defaults = catalogue.codes()
+                codes = resolve([file_layer, self.overrides.layer()], known, defaults)
             except SelectorError as error:
                 raise ConfigError(f"{config.path}: {error}") from None
             self._settings[key] = FileSettings(frozenset(codes - ignored), config.settings)

@@ -49,7 +49,7 @@ def test_readme_configuration_example_is_valid(tmp_path):
     (tmp_path / "pyproject.toml").write_text(block, encoding="utf-8")
     config = load_config(tmp_path / "pyproject.toml")
     assert config.per_file_ignores == (("tests/*", ("SYN2",)),)
-    assert config.settings.synchronizing_functions == ("mylib.cuda_sync",)
+    assert config.settings.synchronizing_functions == ("mylib.cuda_sync", "TensorMemoryPool.store_tensor")
     codes = Project(Overrides(), tmp_path).file_settings(tmp_path / "a.py").codes
     assert "SYN002" in codes and "SYN105" not in codes
 

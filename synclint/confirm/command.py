@@ -15,7 +15,15 @@ from typing import Iterable, Sequence
 
 import click
 
-from synclint.confirm.plan import METHODS, EntryError, Plan, Target, describe_targets, parse_entry, plan_findings
+from synclint.confirm.plan import (
+    METHODS,
+    EntryError,
+    Plan,
+    Target,
+    describe_targets,
+    parse_entry,
+    plan_findings,
+)
 from synclint.confirm.report import RENDERERS, FindingsError, read_findings
 from synclint.confirm.runner import RunResult, run_child, worker_command
 from synclint.confirm.verdict import Confirmation, MethodOutcome, decide, exit_code, merge_results

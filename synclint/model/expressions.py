@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from synclint.model import api
-from synclint.model.resolver import canonical, dotted
 from synclint.model.inlining import can_inline, inline_call
+from synclint.model.resolver import canonical, dotted
 from synclint.model.state import vc_join
 from synclint.model.timeline import CopyInfo, Op, OpKind
 from synclint.model.values import (
-    HOST_NAME,
     HOST,
+    HOST_NAME,
     Alternatives,
     EventValue,
     HostValue,

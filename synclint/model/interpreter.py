@@ -23,6 +23,7 @@ import libcst as cst
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted
 from synclint.model.state import EventState, State, join, vc_join
+from synclint.model.state import _alternatives as _alternatives_of
 from synclint.model.timeline import (
     Access,
     FunctionModel,
@@ -32,16 +33,15 @@ from synclint.model.timeline import (
     OpKind,
     ordered,
 )
-from synclint.model.state import _alternatives as _alternatives_of
 from synclint.model.values import (
-    HOST_NAME,
-    WorkValue,
     HOST,
+    HOST_NAME,
     Alternatives,
     EventValue,
     Storage,
     StreamValue,
     TupleValue,
+    WorkValue,
     default_stream,
     storages_of,
 )

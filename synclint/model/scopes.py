@@ -22,7 +22,14 @@ from synclint.model.interpreter import FunctionSummary, Interpreter
 from synclint.model.resolver import ImportResolver
 from synclint.model.state import EventState
 from synclint.model.timeline import Access, FunctionModel, ModuleModel, OpKind
-from synclint.model.values import EventValue, Storage, StreamList, StreamValue, TupleValue, WorkValue
+from synclint.model.values import (
+    EventValue,
+    Storage,
+    StreamList,
+    StreamValue,
+    TupleValue,
+    WorkValue,
+)
 from synclint.settings import AnalysisSettings
 
 
