@@ -22,8 +22,7 @@ import libcst as cst
 
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted
-from synclint.model.state import EventState, State, join, vc_join
-from synclint.model.state import _alternatives as _alternatives_of
+from synclint.model.state import EventState, State, alternatives, join, vc_join
 from synclint.model.timeline import (
     Access,
     FunctionModel,
@@ -49,7 +48,6 @@ from synclint.settings import AnalysisSettings
 
 _storage_ids = itertools.count(1)
 
-_HOLDERS = frozenset({Storage, Alternatives, TupleValue})
 
 
 def _target_names(target: cst.BaseExpression) -> set:
@@ -616,7 +614,7 @@ class Interpreter:
             return
         key += "[]"
         old = self.state.env.get(key)
-        self.state.env[key] = value if old is None else _alternatives_of(old, value)
+        self.state.env[key] = value if old is None else alternatives(old, value)
 
     # -- control flow -------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from synclint.model.timeline import Access, Op
+from synclint.model.timeline import Access
 from synclint.model.values import Alternatives, StreamValue
 
 VC = dict  # stream key -> count
@@ -89,7 +89,7 @@ def join(a: State, b: State) -> State:
         if mine is None:
             out.env[name] = value
         elif mine is not value:
-            out.env[name] = _alternatives(mine, value)
+            out.env[name] = alternatives(mine, value)
     # What the host saw on a path orders all later work on that path, so fold it in first: a
     # device wait on one arm and a host sync on the other both order what follows.
     out.vc = {k: vc_meet(a.stream_vc(k), b.stream_vc(k)) for k in set(a.vc) | set(b.vc)}
@@ -126,14 +126,11 @@ def _closer(state: State):
     return closed
 
 
-def _alternatives(a, b) -> Alternatives:
+def alternatives(a, b) -> Alternatives:
+    """One value standing for ``a`` on some paths and ``b`` on others."""
     values: list = []
     for v in (a, b):
         for item in v.values if isinstance(v, Alternatives) else (v,):
             if not any(item is seen for seen in values):
                 values.append(item)
     return Alternatives(tuple(values[:8]))
-
-
-def last_ops(history: list[Access]) -> list[Op]:
-    return [a.op for a in history]

@@ -171,7 +171,3 @@ class FunctionModel:
 @dataclass(eq=False)
 class ModuleModel:
     functions: list[FunctionModel] = field(default_factory=list)
-
-    def all_ops(self):
-        for function in self.functions:
-            yield from function.ops

@@ -43,9 +43,6 @@ class StreamValue:
         """The name used in ``data`` for confirm and JSON (``default``, ``s``, ``self.stream``)."""
         return "default" if self.is_default else self.key.split("@", 1)[0]
 
-    def same(self, other: "StreamValue") -> bool:
-        return self.key == other.key
-
     def distinct_from(self, other: "StreamValue") -> bool:
         """True when the two are certainly different streams (so unordered work on them races)."""
         if self.key == other.key:

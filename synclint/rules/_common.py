@@ -90,3 +90,26 @@ def copy_vs_host_data(ctx: RuleContext, tensor: str, hazard: str, copy_op, copy_
         "first": {"stream": copy_op.stream.short, "line": ctx.line(copy_op.node), "access": copy_access},
         "second": {"stream": "host", "line": ctx.line(host_node), "access": host_access},
     }
+
+
+def transfer_destination(ctx: RuleContext, node) -> Optional[str]:
+    """Where a transfer provably writes: ``"cpu"`` for ``.cpu()``, ``"cuda"`` for ``.cuda()``, the
+    device of ``.to(device)`` when it is known, or the device of ``dst`` in ``dst.copy_(...)``;
+    None when that cannot be told. (The model may also infer devices from how a parameter is used;
+    that is too weak for the transfer rules' claims.)"""
+    from synclint.model.file_facts import tensor_facts
+    from synclint.model.torchapi import keyword
+
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return None
+    method = node.func.attr.value
+    if method in ("cpu", "cuda"):
+        return method
+    facts = tensor_facts(ctx)
+    if method == "to":
+        target = keyword(node, "device") or (node.args[0] if node.args else None)
+        return facts.target_device(target.value, node) if target is not None else None
+    if method == "copy_":
+        dst = facts.facts(node.func.value, node)
+        return dst.device if dst is not None else None
+    return None

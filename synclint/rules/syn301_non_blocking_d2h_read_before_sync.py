@@ -16,9 +16,8 @@ import libcst as cst
 
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import OpKind
-from synclint.model.file_facts import import_resolver, tensor_facts
-from synclint.model.torchapi import keyword
-from synclint.rules._common import copy_vs_host_data, functions, stream_text
+from synclint.model.file_facts import import_resolver
+from synclint.rules._common import copy_vs_host_data, functions, stream_text, transfer_destination
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn205_host_timer_without_sync import insert_sync
 
@@ -39,23 +38,8 @@ def in_flight_copies(op, role: str):
 
 
 def host_destination(ctx: RuleContext, copy_node) -> bool:
-    """Is the copy's destination provably host memory? ``x.to("cpu", ...)``, ``x.cpu(...)``, or
-    ``dst.copy_(...)`` with ``dst`` allocated on the CPU (``pin_memory=True``, ``.pin_memory()``,
-    a factory without ``device=``). The model may also infer a CPU tensor from how a parameter is
-    used; that is too weak to claim a stale read."""
-    if not isinstance(copy_node, cst.Call) or not isinstance(copy_node.func, cst.Attribute):
-        return False
-    method = copy_node.func.attr.value
-    facts = tensor_facts(ctx)
-    if method == "cpu":
-        return True
-    if method == "to":
-        target = keyword(copy_node, "device") or (copy_node.args[0] if copy_node.args else None)
-        return target is not None and facts.target_device(target.value, copy_node) == "cpu"
-    if method == "copy_":
-        dst = facts.facts(copy_node.func.value, copy_node)
-        return dst is not None and dst.device == "cpu"
-    return False
+    """Is the copy's destination provably host memory?"""
+    return transfer_destination(ctx, copy_node) == "cpu"
 
 
 #: Builtins that read a tensor's values on the host when handed one.

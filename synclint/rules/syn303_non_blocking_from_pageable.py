@@ -20,7 +20,7 @@ from synclint.model import OpKind
 from synclint.model.bindings import ElementOf, Unknown
 from synclint.model.file_facts import bindings, import_resolver, tensor_facts
 from synclint.model.torchapi import keyword
-from synclint.rules._common import functions
+from synclint.rules._common import functions, transfer_destination
 from synclint.rules.base import Rule, RuleContext
 
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
@@ -127,21 +127,8 @@ class NonBlockingFromPageable(Rule):
 
 
 def _to_gpu(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    """``.cuda(...)``, ``.to("cuda" / torch.device("cuda") / a variable bound to one, ...)``, or
-    ``gpu.copy_(...)`` into a tensor known to be on a GPU."""
-    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
-        return False
-    method = node.func.attr.value
-    facts = tensor_facts(ctx)
-    if method == "cuda":
-        return True
-    if method == "to":
-        target = keyword(node, "device") or (node.args[0] if node.args else None)
-        return target is not None and facts.target_device(target.value, node) == "cuda"
-    if method == "copy_":
-        dst = facts.facts(node.func.value, node)
-        return dst is not None and dst.device == "cuda"
-    return False
+    """``.cuda(...)``, ``.to(<a GPU device>)``, or ``gpu.copy_(...)`` into a tensor known to be on a GPU."""
+    return transfer_destination(ctx, node) == "cuda"
 
 
 def _source_expression(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
