@@ -7,9 +7,11 @@ stay serial. Results are sorted by path, so the output never depends on scheduli
 
 from __future__ import annotations
 
+import gc
 import os
 import traceback
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +71,8 @@ def _process(data: bytes, job: Job) -> FileResult:
         _fix(result, job)
     if cache is not None and key is not None and result.cacheable:
         cache.put(key, result.diagnostics, result.warnings)
+    if job.mode == "check" and not result.diagnostics:
+        result.source = None  # only code frames need it: do not ship every file's text back
     return result
 
 
@@ -120,6 +124,32 @@ def _cache_hit(job: Job) -> FileResult | None:
         return None
 
 
+def tune_gc() -> None:
+    """Make Python's cyclic garbage collector run far less often while files are linted.
+
+    Parsing builds hundreds of thousands of small container objects per file, and with the default
+    thresholds (a collection every 700 allocations, full ones as the heap grows) the collector
+    re-scans every live tree over and over: about a tenth to a fifth of a cold run. libcst trees have
+    no reference cycles and the model's few are short-lived, so rare collections lose almost nothing;
+    ``freeze`` also moves what imports allocated out of the collector's sight. Worker processes call
+    this once at start; a serial run uses :func:`_gc_tuned`, which puts everything back."""
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 1_000)
+
+
+@contextmanager
+def _gc_tuned():
+    """:func:`tune_gc` for the duration of a serial run in this process (which may be a test
+    session or an editor integration: leave its collector as it was)."""
+    before = gc.get_threshold()
+    tune_gc()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
 def _size(job: Job) -> int:
     if job.data is not None:
         return len(job.data)
@@ -148,12 +178,13 @@ def run_jobs(jobs: list[Job], parallel: bool = True) -> list[FileResult]:
     if parallel and len(pending) >= PARALLEL_THRESHOLD and workers > 1:
         pending.sort(key=_size, reverse=True)
         try:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            with ProcessPoolExecutor(max_workers=workers, initializer=tune_gc) as pool:
                 chunk = max(1, min(8, len(pending) // (workers * 16)))
                 done = list(pool.map(run_job, pending, chunksize=chunk))
         except (OSError, RuntimeError, ImportError):
             done = None  # no worker processes here (sandbox, frozen app): go serial
     if done is None:
-        done = [run_job(job) for job in pending]
+        with _gc_tuned():
+            done = [run_job(job) for job in pending]
     results.extend(done)
     return sorted(results, key=lambda r: r.path)
