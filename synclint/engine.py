@@ -135,12 +135,17 @@ def analyse(
     path: str = "<string>",
     codes: Iterable[str] | None = None,
     settings: AnalysisSettings | None = None,
+    sliced: str | None = None,
 ) -> Analysis:
-    """Parse and run the rules, isolating rule crashes."""
+    """Parse and run the rules, isolating rule crashes.
+
+    ``sliced`` is the text to parse when it is not ``source`` itself: the file with the definitions
+    no rule can report on blanked out (:mod:`synclint.slicing`; same lines, same columns). Rules
+    still see ``source`` as the file's text."""
     settings = settings or AnalysisSettings()
     selected = default_codes() if codes is None else frozenset(codes)
     try:
-        module = cst.parse_module(source)
+        module = cst.parse_module(source if sliced is None else sliced)
     except cst.ParserSyntaxError as error:
         found = [syntax_error_diagnostic(path, error, source)] if "SYN001" in selected else []
         return Analysis(found, parsed=False)

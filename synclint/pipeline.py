@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from synclint import catalogue
 from synclint.diagnostics import Diagnostic, Position, Span
 from synclint.settings import AnalysisSettings
+from synclint.slicing import relevant_slice
 
 if TYPE_CHECKING:  # pragma: no cover
     from synclint.engine import Analysis
@@ -173,47 +174,62 @@ def _compiles(text: str, path: str) -> bool:
         return False
 
 
-def _syntax_refined(text: str, path: str, may_fire: frozenset[str]) -> tuple[frozenset[str], bool]:
+def _ast_of(text: str, path: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return compile(text, path, "exec", ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+
+
+def _syntax_checks(codes: frozenset[str]) -> dict[str, object]:
+    from synclint.rules.registry import all_rules
+
+    return {code: getattr(all_rules().get(code), "syntax_check", None) for code in codes}
+
+
+def _syntax_refined(tree: ast.Module, may_fire: frozenset[str]) -> frozenset[str]:
     """Drop the rules whose ``syntax_check`` says the file's ``ast`` cannot hold what they look for.
 
     CPython's parser is about ten times faster than libcst's, so a rule with a cheap syntactic
     precondition (SYN302 needs a bare ``x.to(...)``-like statement) can rule a file out before libcst
-    ever sees it. Returns (codes, whether the file compiled); codes are unchanged when it did not."""
-    from synclint.rules.registry import all_rules
-
-    checks = []
-    for code in may_fire:
-        check = getattr(all_rules().get(code), "syntax_check", None)
-        if check is not None:
-            checks.append((code, check))
-    if not checks:
-        return may_fire, False
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = compile(text, path, "exec", ast.PyCF_ONLY_AST)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return may_fire, False
-    return may_fire - {code for code, check in checks if not check(tree)}, True
+    ever sees it."""
+    checks = _syntax_checks(may_fire)
+    return frozenset(code for code in may_fire if checks[code] is None or checks[code](tree))
 
 
-def _plan(text: str, path: str, codes: frozenset[str]) -> tuple[Analysis | None, frozenset[str]]:
-    """(an empty analysis when no enabled rule can fire and the file compiles, else None; the codes
-    to analyse the file with)."""
+@dataclass(frozen=True)
+class _Plan:
+    """What the engine should do with a file: nothing (``analysis`` is already the answer), or
+    analyse ``text`` (the file, or its relevant slice) with ``codes``."""
+
+    analysis: Analysis | None
+    codes: frozenset[str]
+    text: str
+
+
+def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
     from synclint.engine import Analysis
 
     may_fire = codes_that_may_fire(text, codes)
     if may_fire is None:
-        return None, codes
-    rule_codes = {code for code, _, _ in _triggers_for(codes)}
-    if may_fire & rule_codes:
-        may_fire, compiled = _syntax_refined(text, path, may_fire)
-        if may_fire & rule_codes or not compiled:
-            return None, may_fire
-        return Analysis([], parsed=True), may_fire
-    if not _compiles(text, path):
-        return None, may_fire
-    return Analysis([], parsed=True), may_fire
+        return _Plan(None, codes, text)
+    table = {code: (words, pattern) for code, words, pattern in _triggers_for(codes)}
+    if not may_fire & table.keys():
+        if not _compiles(text, path):
+            return _Plan(None, may_fire, text)
+        return _Plan(Analysis([], parsed=True), may_fire, text)
+    tree = _ast_of(text, path)
+    if tree is None:  # libcst parses it and reports SYN001 with its exact message
+        return _Plan(None, may_fire, text)
+    may_fire = _syntax_refined(tree, may_fire)
+    firing = sorted(may_fire & table.keys())
+    if not firing:
+        return _Plan(Analysis([], parsed=True), may_fire, text)
+    checks = _syntax_checks(frozenset(firing))
+    triggers = [(*table[code], checks[code]) for code in firing]
+    return _Plan(None, may_fire, relevant_slice(text, tree, triggers) or text)
 
 
 def prefiltered(text: str, path: str, codes: frozenset[str]) -> Analysis | None:
@@ -222,7 +238,7 @@ def prefiltered(text: str, path: str, codes: frozenset[str]) -> Analysis | None:
     Skipping the libcst parse is the single biggest saving on large trees (most files never touch
     streams). A file that does not compile is parsed with libcst anyway, so SYN001 keeps its exact
     message and position."""
-    return _plan(text, path, codes)[0]
+    return _plan(text, path, codes).analysis
 
 
 def lint_text(
@@ -230,11 +246,16 @@ def lint_text(
 ) -> FileResult:
     """Lint decoded text: the engine, then suppressions and SYN002."""
     codes = file_settings.codes
-    analysis, run = _plan(text, path, codes) if prefilter else (None, codes)
+    plan = _plan(text, path, codes) if prefilter else _Plan(None, codes, text)
+    analysis = plan.analysis
     if analysis is None:
         from synclint.engine import analyse
 
-        analysis = analyse(text, path, run or codes, file_settings.settings)
+        run = plan.codes or codes
+        sliced = plan.text if plan.text is not text else None
+        analysis = analyse(text, path, run, file_settings.settings, sliced=sliced)
+        if sliced is not None and not analysis.parsed:  # the slice confused libcst: whole file
+            analysis = analyse(text, path, run, file_settings.settings)
     result = FileResult(path=path, source=text)
     for crash in analysis.crashes:
         result.errors.append(

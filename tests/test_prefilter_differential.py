@@ -1,7 +1,8 @@
 """The text prefilter (per-rule trigger words and patterns) never changes what synclint reports.
 
-The prefilter skips the libcst parse for files no enabled rule can fire on, and runs only the rules
-whose triggers occur in a file. That is only an optimisation if it is invisible: every test here lints
+The prefilter skips the libcst parse for files no enabled rule can fire on, runs only the rules
+whose triggers occur in a file, and hands libcst only the definitions those rules could report on
+(:mod:`synclint.slicing`). That is only an optimisation if it is invisible: every test here lints
 the same text with the prefilter on and off, with every rule enabled, and demands identical
 diagnostics. Inputs: the fixtures, a generated corpus of realistic modules, a sample of DeepSpeed
 when ``corpora/DeepSpeed`` is present, and generated programs that spell transfers and host clocks

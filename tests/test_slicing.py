@@ -1,0 +1,168 @@
+"""Slicing: only the definitions some rule could report on reach libcst, and results never change.
+
+The unit tests pin down what is blanked and what relevance spreads to; the differential tests lint
+modules built to stress the name closure (fixtures glued together, with inert callers, callees and
+aliases around them) with slicing on and off and demand identical diagnostics.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from synclint.pipeline import FileSettings, _plan, lint_text
+from synclint.rules.registry import all_rules
+from synclint.slicing import relevant_slice
+
+ROOT = Path(__file__).resolve().parent.parent
+EVERY_RULE = FileSettings(frozenset(all_rules()))
+STREAM = (("stream", "Stream"), None, None)
+
+RACE = '''\
+import torch
+
+def produce(x):
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        y = x * 2
+    return y.sum()
+'''
+
+
+def sliced(text: str, triggers=(STREAM,)) -> str | None:
+    return relevant_slice(text, ast.parse(text), list(triggers))
+
+
+def kept_names(text: str) -> set[str]:
+    out = sliced(text)
+    tree = ast.parse(out if out is not None else text)
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+
+def test_an_unrelated_function_is_blanked_keeping_every_line_and_column():
+    text = RACE + "\n\n@decorator(\n    1)\ndef unrelated(a):\n    return a + 1\n\n\ndef tail():\n    pass\n"
+    out = sliced(text)
+    assert out is not None
+    assert out.count("\n") == text.count("\n")
+    assert "unrelated" not in out and "decorator" not in out
+    assert out.splitlines()[: RACE.count("\n")] == RACE.splitlines()
+    compile(out, "<sliced>", "exec")
+
+
+def test_nothing_to_blank_gives_none():
+    assert sliced(RACE) is None
+    assert sliced("x = 1\n") is None
+
+
+def test_a_helper_the_relevant_code_calls_is_kept_and_so_is_its_caller():
+    text = (
+        RACE
+        + "\ndef helper(t):\n    return t + 1\n"
+        + "\ndef caller(t):\n    return produce(t)\n"
+        + "\ndef unrelated(t):\n    return t\n"
+    )
+    text = text.replace("y = x * 2", "y = helper(x)")
+    assert kept_names(text) == {"produce", "helper", "caller"}
+
+
+def test_an_alias_bound_by_a_relevant_import_makes_its_users_relevant():
+    text = "from torch.cuda import Stream as S\n\ndef make():\n    return S()\n\ndef other():\n    return 1\n"
+    assert kept_names(text) == {"make"}
+
+
+def test_a_relevant_module_scope_keeps_what_it_calls():
+    text = "import torch\n\ndef setup():\n    return 1\n\ndef unused():\n    return 2\n\nS = torch.cuda.Stream()\nsetup()\n"
+    assert kept_names(text) == {"setup"}
+
+
+def test_classes_are_kept_whole():
+    text = (
+        "class Prefetcher:\n"
+        "    def __init__(self):\n        self.s = torch.cuda.Stream()\n"
+        "    def get(self):\n        return self.buf\n"
+        "\nclass Plain:\n    def f(self):\n        return 1\n"
+    )
+    out = sliced(text)
+    assert "def get(self)" in out and "class Plain" not in out
+
+
+def test_line_endings_are_kept():
+    text = RACE.replace("\n", "\r\n") + "\r\ndef unrelated():\r\n    return 1\r\n"
+    out = sliced(text)
+    assert out is not None and out.count("\r\n") == text.count("\r\n") and "\n" not in out.replace("\r\n", "")
+
+
+def test_the_pipeline_parses_the_slice_of_a_mostly_unrelated_module():
+    text = RACE + "".join(f"\ndef f{i}(a):\n    return a + {i}\n" for i in range(20))
+    plan = _plan(text, "m.py", EVERY_RULE.codes)
+    assert plan.analysis is None and plan.text is not text
+    assert "def f3" not in plan.text and "def produce" in plan.text
+
+
+# -- differential ---------------------------------------------------------------------------------
+
+FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if "confirm" not in p.parts)
+
+INERT = [
+    "def {name}(a, b=None):\n    return a + 1\n",
+    "def {name}(a):\n    out = {other}(a)\n    return out\n",
+    "class {cap}:\n    def run(self, x):\n        return {other}(x)\n",
+    "def {name}(a):\n    for i in range(3):\n        a = a * 2\n    return a.item()\n",
+    "@functools.lru_cache()\ndef {name}():\n    return {other}\n",
+]
+
+
+def _defined_names(text: str) -> list[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def assert_same(text: str, name: str) -> list:
+    on = lint_text(text, name, EVERY_RULE, prefilter=True)
+    off = lint_text(text, name, EVERY_RULE, prefilter=False)
+    assert on.diagnostics == off.diagnostics, name
+    assert on.errors == off.errors, name
+    return off.diagnostics
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=2**32 - 1))
+def test_glued_fixtures_with_inert_neighbours_lint_identically(seed):
+    rng = random.Random(seed)
+    parts = [p.read_text(encoding="utf-8") for p in rng.sample(FIXTURES, 3)]
+    names = [n for part in parts for n in _defined_names(part)] or ["len"]
+    pieces = []
+    for index, part in enumerate(parts):
+        pieces.append(part)
+        for k in range(rng.randint(0, 3)):
+            template = rng.choice(INERT)
+            pieces.append(
+                template.format(
+                    name=f"inert_{index}_{k}", cap=f"Inert{index}{k}", other=rng.choice(names)
+                )
+            )
+    rng.shuffle(pieces)
+    text = "import functools\n" + "\n\n".join(pieces)
+    if _defined_names(text):
+        assert_same(text, f"glued_{seed}.py")
+
+
+def test_slicing_happens_on_the_glued_modules_and_findings_survive():
+    """The differential above is not vacuous: on glued fixtures the slicer does blank code, and the
+    bad fixtures' findings are still reported."""
+    bad = sorted(p for p in FIXTURES if p.name.startswith("bad_"))[:30]
+    blanked = findings = 0
+    for path in bad:
+        text = path.read_text(encoding="utf-8") + "\n\ndef unrelated_tail(a):\n    return a + 1\n"
+        plan = _plan(text, path.name, EVERY_RULE.codes)
+        if plan.analysis is None and plan.text is not text:
+            blanked += 1
+        findings += len(assert_same(text, path.name))
+    assert blanked >= 20 and findings >= 30
