@@ -14,8 +14,9 @@ import ast
 import re
 import traceback
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -130,6 +131,35 @@ def run_rules(
     return sorted(set(found), key=Diagnostic.sort_key)
 
 
+def _no_validation(self: cst.CSTNode) -> None:
+    return None
+
+
+@contextmanager
+def _parsing_without_validation() -> Iterator[None]:
+    """Skip libcst's per-node ``_validate`` while its native parser builds a tree.
+
+    Every node libcst constructs runs ``__post_init__`` -> ``_validate`` in Python: about a fifth of a
+    parse. A tree from the parser is valid by construction (libcst's own source says as much next to
+    that call), so the checks only matter for nodes built by hand, and synclint builds none (fixes
+    are text edits). The hook is restored at once; if libcst ever moves it, nothing is patched."""
+    original = cst.CSTNode.__dict__.get("__post_init__")
+    if original is None:
+        yield
+        return
+    cst.CSTNode.__post_init__ = _no_validation
+    try:
+        yield
+    finally:
+        cst.CSTNode.__post_init__ = original
+
+
+def parse_module(text: str) -> cst.Module:
+    """``libcst.parse_module`` without re-validating the parser's own output."""
+    with _parsing_without_validation():
+        return cst.parse_module(text)
+
+
 def analyse(
     source: str,
     path: str = "<string>",
@@ -145,7 +175,7 @@ def analyse(
     settings = settings or AnalysisSettings()
     selected = default_codes() if codes is None else frozenset(codes)
     try:
-        module = cst.parse_module(source if sliced is None else sliced)
+        module = parse_module(source if sliced is None else sliced)
     except cst.ParserSyntaxError as error:
         found = [syntax_error_diagnostic(path, error, source)] if "SYN001" in selected else []
         return Analysis(found, parsed=False)

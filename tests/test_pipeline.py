@@ -67,3 +67,19 @@ def test_parallel_equals_serial(project, fake_rules):
     # A file that does not parse has SYN001 only; the others one SYN901 per marker() call.
     expected = sum(1 if i % 5 == 0 else i % 3 for i in range(40))
     assert sum(len(r.diagnostics) for r in serial) == expected
+
+
+def test_parsing_without_validation_gives_libcst_s_tree_and_restores_the_hook():
+    import libcst as cst
+
+    from synclint.engine import parse_module
+
+    hook = cst.CSTNode.__dict__["__post_init__"]
+    for path in sorted((ROOT / "fixtures").rglob("*.py"))[:40]:
+        text = path.read_text(encoding="utf-8")
+        assert parse_module(text).deep_equals(cst.parse_module(text)), path
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_module("x = (\n")
+    assert cst.CSTNode.__dict__["__post_init__"] is hook
+    with pytest.raises(cst.CSTValidationError):  # hand-built nodes are still validated
+        cst.Name("not a name")
