@@ -217,15 +217,99 @@ def _handlers(handlers: dict, visitor_type: type, node_type: type) -> _Handlers:
     return found
 
 
+class TreeIndex:
+    """A parsed file's non-trivia nodes in libcst's visiting order, each with its parent and the end
+    of its subtree, built once and shared by every later walk of the file or any part of it.
+
+    Why: the rules and the model walk the same file many times (imports, calls, classes, each
+    function's bindings, parents for positions); listing a node's children is most of a walk's cost,
+    and here it is paid once. A walk is then a loop over a slice of one list."""
+
+    __slots__ = ("nodes", "ends", "parents", "position")
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        nodes: list[cst.CSTNode] = []
+        ends: list[int] = []
+        parents: list[int] = []
+        stack: list = [(root, -1)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, parent = pop()
+            if node is None:  # every child of `parent` is listed: its subtree ends here
+                ends[parent] = len(nodes)
+                continue
+            i = len(nodes)
+            nodes.append(node)
+            parents.append(parent)
+            ends.append(0)
+            push((None, i))
+            for child in reversed(children_of(node)):
+                if child.__class__ not in TRIVIA:
+                    push((child, i))
+        self.nodes, self.ends, self.parents = nodes, ends, parents
+        self.position: dict[cst.CSTNode, int] = {node: i for i, node in enumerate(nodes)}
+
+
+#: The file being analysed: registered by the engine after parsing, indexed on the first walk.
+_registered: list = [None, None]  # [root, TreeIndex | None]
+
+
+def register(root: cst.CSTNode) -> None:
+    """Let walks of ``root`` and of its parts share one :class:`TreeIndex` (built when first
+    needed; the previous file's index is dropped)."""
+    _registered[0], _registered[1] = root, None
+
+
+def _locate(node: cst.CSTNode) -> tuple[TreeIndex, int] | None:
+    root, index = _registered
+    if root is None:
+        return None
+    if index is None:
+        index = _registered[1] = TreeIndex(root)
+    i = index.position.get(node)
+    return None if i is None else (index, i)
+
+
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Visit ``node`` and its subtree with a read-only ``visitor`` as ``node.visit`` would."""
     plan = _plan(type(visitor))
     if plan is None:
         node.visit(visitor)
     elif plan.default_dispatch:
-        _walk_dispatching(node, visitor, plan)
+        located = _locate(node) if plan.skip is TRIVIA else None
+        if located is not None:
+            _walk_indexed(located[0], located[1], visitor)
+        else:
+            _walk_dispatching(node, visitor, plan)
     else:
         _walk_generic(node, visitor)
+
+
+def _walk_indexed(index: TreeIndex, start: int, visitor: cst.CSTVisitor) -> None:
+    """:func:`_walk_dispatching` over an index: the same calls in the same order."""
+    visitor_type = type(visitor)
+    nodes, ends = index.nodes, index.ends
+    handlers: dict[type, _Handlers] = {}
+    leaving: list = []  # (end of subtree, leave handler, node), innermost last
+    i, stop = start, ends[start]
+    while i < stop:
+        while leaving and leaving[-1][0] <= i:
+            _, on_leave, done = leaving.pop()
+            on_leave(visitor, done)
+        node = nodes[i]
+        found = handlers.get(node.__class__)
+        if found is None:
+            found = _handlers(handlers, visitor_type, node.__class__)
+        on_visit, on_leave = found
+        if on_leave is not None:
+            leaving.append((ends[i], on_leave, node))
+        if on_visit is not None and on_visit(visitor, node) is False:
+            i = ends[i]
+        else:
+            i += 1
+    while leaving:
+        _, on_leave, done = leaving.pop()
+        on_leave(visitor, done)
 
 
 def _walk_dispatching(root: cst.CSTNode, visitor: cst.CSTVisitor, plan: _Plan) -> None:
@@ -265,6 +349,11 @@ def _walk_generic(root: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
 
 def parent_map(root: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
     """Each node's parent, for every node under ``root`` except whitespace and punctuation."""
+    located = _locate(root)
+    if located is not None:
+        index, start = located
+        nodes, up = index.nodes, index.parents
+        return {nodes[i]: nodes[up[i]] for i in range(start + 1, index.ends[start])}
     parents: dict[cst.CSTNode, cst.CSTNode] = {}
     stack = [root]
     while stack:

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 
+from synclint.cstwalk import register
 from synclint.diagnostics import Diagnostic, Position, Span
 from synclint.rules.base import Rule, RuleContext
 from synclint.rules.registry import all_rules
@@ -190,6 +191,7 @@ def analyse(
         )
         return Analysis(found, parsed=False)
     crashes: list[RuleCrash] = []
+    register(module)
     found = run_rules(path, source, module, selected, settings, crashes)
     return Analysis(found, crashes)
 

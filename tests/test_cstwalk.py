@@ -190,3 +190,53 @@ def test_visitor_classes_made_per_call_leave_no_plans_behind():
     assert all(count_calls() == 2 for _ in range(200))
     gc.collect()
     assert len(cstwalk._PLANS) < 50
+
+
+@pytest.mark.parametrize("visitor_type", [Recorder, GenericRecorder])
+def test_indexed_walks_of_a_registered_file_and_its_parts_match_libcst(modules, visitor_type):
+    """Once the engine registers a parsed file, walks of it and of any node inside it go through
+    one shared index: the calls and their order must still be libcst's."""
+    extra = cst.parse_module(
+        "def skip_me():\n    f(lambda: g(1), 2)\n\ndef other(a, b=h(3)):\n    return a\n"
+    )
+    indexed = 0
+    try:
+        for module in [*modules[:60], extra]:
+            cstwalk.register(module)
+            parts = [module, *module.body[:5]]
+            parts += [s.body for s in module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))][:5]
+            for part in parts:
+                expected, got = visitor_type(), visitor_type()
+                part.visit(expected)
+                cstwalk.walk(part, got)
+                assert got.events == expected.events
+            assert cstwalk._registered[1] is not None or visitor_type is GenericRecorder
+            indexed += cstwalk._registered[1] is not None
+    finally:
+        cstwalk.register(None)
+    assert visitor_type is GenericRecorder or indexed > 20
+
+
+def test_indexed_parent_map_equals_the_walked_one(modules):
+    try:
+        for module in modules[:40]:
+            cstwalk.register(None)
+            walked = cstwalk.parent_map(module)
+            cstwalk.register(module)
+            assert cstwalk.parent_map(module) == walked
+            for part in module.body[:3]:
+                assert cstwalk.parent_map(part) == {
+                    child: parent for child, parent in walked.items()
+                    if child is not part and _inside(child, part, walked)
+                }
+        assert cstwalk._registered[1] is not None
+    finally:
+        cstwalk.register(None)
+
+
+def _inside(node, ancestor, parents) -> bool:
+    while node in parents:
+        node = parents[node]
+        if node is ancestor:
+            return True
+    return False

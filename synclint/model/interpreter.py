@@ -108,7 +108,8 @@ class Interpreter:
         self.params: set[str] = set()
         self.flag_params: set[str] = set()
         #: Source text of the `if` tests enclosing the current statement (see `st_Assert`).
-        self.guards: list[str] = []
+        self.guards: list[cst.BaseExpression] = []  # the `if` tests around the current statement
+        self._guard_code: dict[cst.BaseExpression, str] = {}
         #: Method names configured as synchronizing (`synchronizing-functions = ["Pool.store"]`).
         self.sync_methods = {name.rsplit(".", 1)[-1] for name in settings.synchronizing_functions if "." in name}
         self.param_elements: set[str] = set()
@@ -495,9 +496,19 @@ class Interpreter:
         negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
         excluded = self.model_code(test.expression) if negated else f"not {self.model_code(test)}"
         for sid, accesses in list(self.state.history.items()):
-            kept = tuple(a for a in accesses if excluded not in a.guards)
+            kept = tuple(a for a in accesses if excluded not in self.guard_texts(a.guards))
             if len(kept) != len(accesses):
                 self.state.history[sid] = kept
+
+    def guard_texts(self, guards: frozenset) -> set[str]:
+        """The source text of ``if`` tests (equal texts are the same condition)."""
+        out = set()
+        for test in guards:
+            text = self._guard_code.get(test)
+            if text is None:
+                text = self._guard_code[test] = self.model_code(test)
+            out.add(text)
+        return out
 
     def hand_off(self, storage: Storage, node: cst.CSTNode) -> None:
         """A tensor allocated on a side stream is returned to a caller on the entry stream.
@@ -656,7 +667,7 @@ class Interpreter:
                 self.exprs.condition(current.test)
                 failed_tests = self.state
                 self.state = failed_tests.copy()
-                self.guards.append(self.model_code(current.test))
+                self.guards.append(current.test)  # its text only if an `assert not` asks (costly)
                 try:
                     self.suite(current.body)
                 finally:

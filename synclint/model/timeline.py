@@ -107,7 +107,7 @@ class Access:
     mode: str  # "read" or "write"
     stream: StreamValue
     region: Optional[str] = None  # the static slice accessed, None for the whole tensor
-    guards: frozenset = frozenset()  # source text of the `if` tests it was made under
+    guards: frozenset = frozenset()  # the `if` test nodes it was made under (see Interpreter.guard_texts)
 
     @property
     def node(self) -> cst.CSTNode:
