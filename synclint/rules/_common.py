@@ -14,6 +14,14 @@ from synclint.rules.base import RuleContext
 _EXPRESSION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
+#: A non-blocking copy is ``non_blocking=True`` or, for ``copy_`` and ``to``, ``True`` as the second
+#: positional argument (``dst.copy_(src, True)``, ``x.to(device, True)``), which the model honours
+#: too. Trigger words and pattern for the rules about non-blocking copies (SYN301, SYN303, SYN304):
+#: the pattern allows one level of parentheses inside the arguments, over several lines.
+NON_BLOCKING_TRIGGERS = ("non_blocking", "True")
+NON_BLOCKING_PATTERN = r"non_blocking|\b(?:copy_|to)\s*\((?:[^()]|\([^()]*\))*?,\s*True\s*[,)]"
+
+
 def functions(ctx: RuleContext) -> Iterator[FunctionModel]:
     yield from ctx.model.functions
 

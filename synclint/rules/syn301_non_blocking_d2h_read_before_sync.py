@@ -17,7 +17,14 @@ import libcst as cst
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import OpKind
 from synclint.model.file_facts import import_resolver
-from synclint.rules._common import copy_vs_host_data, functions, stream_text, transfer_destination
+from synclint.rules._common import (
+    NON_BLOCKING_PATTERN,
+    NON_BLOCKING_TRIGGERS,
+    copy_vs_host_data,
+    functions,
+    stream_text,
+    transfer_destination,
+)
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn205_host_timer_without_sync import insert_sync
 
@@ -120,7 +127,8 @@ class NonBlockingD2HReadBeforeSync(Rule):
     name = "non-blocking-d2h-read-before-sync"
     summary = "the host reads the result of a `non_blocking=True` device-to-host copy before synchronizing it"
     fix_kind = FixKind.UNSAFE
-    triggers = ("non_blocking",)
+    triggers = NON_BLOCKING_TRIGGERS
+    trigger_pattern = NON_BLOCKING_PATTERN
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()

@@ -20,7 +20,12 @@ from synclint.model import OpKind
 from synclint.model.bindings import ElementOf, Unknown
 from synclint.model.file_facts import bindings, import_resolver, tensor_facts
 from synclint.model.torchapi import keyword
-from synclint.rules._common import functions, transfer_destination
+from synclint.rules._common import (
+    NON_BLOCKING_PATTERN,
+    NON_BLOCKING_TRIGGERS,
+    functions,
+    transfer_destination,
+)
 from synclint.rules.base import Rule, RuleContext
 
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
@@ -30,7 +35,8 @@ class NonBlockingFromPageable(Rule):
     code = "SYN303"
     name = "non-blocking-from-pageable"
     summary = "`non_blocking=True` host-to-device copy from memory that is provably not pinned"
-    triggers = ("non_blocking",)
+    triggers = NON_BLOCKING_TRIGGERS
+    trigger_pattern = NON_BLOCKING_PATTERN
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()

@@ -13,7 +13,12 @@ from typing import Iterable
 
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import OpKind
-from synclint.rules._common import copy_vs_host_data, functions
+from synclint.rules._common import (
+    NON_BLOCKING_PATTERN,
+    NON_BLOCKING_TRIGGERS,
+    copy_vs_host_data,
+    functions,
+)
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn205_host_timer_without_sync import insert_sync
 from synclint.rules.syn301_non_blocking_d2h_read_before_sync import in_flight_copies, sync_text
@@ -24,7 +29,8 @@ class PinnedSourceMutatedInFlight(Rule):
     name = "pinned-source-mutated-in-flight"
     summary = "the host writes a pinned buffer while a `non_blocking=True` copy from it may still be running"
     fix_kind = FixKind.UNSAFE
-    triggers = ("non_blocking",)
+    triggers = NON_BLOCKING_TRIGGERS
+    trigger_pattern = NON_BLOCKING_PATTERN
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()
