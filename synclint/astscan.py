@@ -9,6 +9,8 @@ because walking in Python costs more than parsing.
 from __future__ import annotations
 
 import ast
+import re
+from functools import lru_cache
 from typing import Iterator
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -62,11 +64,15 @@ def uses_identifier(tree: ast.AST, names: frozenset[str]) -> bool:
     return False
 
 
-def imports_or_names_module(tree: ast.AST, modules: frozenset[str]) -> bool:
+def imports_or_names_module(
+    tree: ast.AST, modules: frozenset[str], text: str | None = None
+) -> bool:
     """Is one of ``modules`` imported (any form, any depth), or used as a bare name?
 
     synclint's import resolver qualifies an unimported bare ``time`` as the module ``time``, so a
-    bare use counts as much as an import."""
+    bare use counts as much as an import. Given the ``text`` of ``tree``, a bare use is looked for
+    only where the text has ``time.`` (a module is used through its attributes): the full walk it
+    needs otherwise costs more than parsing."""
     for statement in iter_statements(tree):
         kind = type(statement)
         if kind is ast.Import:
@@ -77,4 +83,12 @@ def imports_or_names_module(tree: ast.AST, modules: frozenset[str]) -> bool:
                 return True
             if any(alias.name in modules for alias in statement.names):
                 return True
+    if text is not None and not any(_attribute_of(module).search(text) for module in modules):
+        return False
     return any(type(node) is ast.Name and node.id in modules for node in ast.walk(tree))
+
+
+@lru_cache(maxsize=32)
+def _attribute_of(name: str) -> re.Pattern:
+    """``name`` as a whole word followed by ``.`` (literal first: fast to search)."""
+    return re.compile(rf"{re.escape(name)}(?<!\w{re.escape(name)})\s*\.")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from synclint import catalogue
 from synclint.diagnostics import Diagnostic, Position, Span
 from synclint.settings import AnalysisSettings
-from synclint.slicing import relevant_slice
+from synclint.slicing import Trigger, relevant_slice
 
 if TYPE_CHECKING:  # pragma: no cover
     from synclint.engine import Analysis
@@ -129,21 +129,36 @@ def decode(data: bytes, path: str) -> Decoded:
 @lru_cache(maxsize=64)
 def _triggers_for(
     codes: frozenset[str],
-) -> tuple[tuple[str, tuple[str, ...], re.Pattern | None], ...] | None:
-    """(code, trigger words, trigger pattern) of each enabled rule; None when some enabled rule has
-    no trigger words (then there is no prefilter)."""
+) -> tuple[tuple[str, Trigger], ...] | None:
+    """(code, trigger words and patterns) of each enabled rule; None when some enabled rule has no
+    trigger words (then there is no prefilter). Rules with the same test share one object, so that
+    its searches are done once per text."""
     from synclint.rules.registry import all_rules  # only once a file is really linted
 
     table = []
+    shared: dict[tuple, Trigger] = {}
     for code in sorted(codes):
         rule = all_rules().get(code)
         if rule is None or rule.builtin:
             continue
         if not rule.triggers:
             return None
-        pattern = getattr(rule, "trigger_pattern", None)
-        table.append((code, tuple(rule.triggers), re.compile(pattern) if pattern else None))
+        key = (
+            tuple(rule.triggers),
+            _alternatives(getattr(rule, "trigger_pattern", None)),
+            _alternatives(getattr(rule, "requires_pattern", None)),
+        )
+        trigger = shared.get(key)
+        if trigger is None:
+            trigger = shared[key] = Trigger(*key)
+        table.append((code, trigger))
     return tuple(table)
+
+
+def _alternatives(pattern: str | tuple[str, ...] | None) -> tuple[re.Pattern, ...] | None:
+    if not pattern:
+        return None
+    return tuple(re.compile(p) for p in ((pattern,) if isinstance(pattern, str) else pattern))
 
 
 def codes_that_may_fire(text: str, codes: frozenset[str]) -> frozenset[str] | None:
@@ -155,12 +170,9 @@ def codes_that_may_fire(text: str, codes: frozenset[str]) -> frozenset[str] | No
     table = _triggers_for(codes)
     if table is None:
         return None
-    in_table = {code for code, _, _ in table}
-    firing = {
-        code
-        for code, words, pattern in table
-        if any(word in text for word in words) and (pattern is None or pattern.search(text))
-    }
+    in_table = {code for code, _ in table}
+    memo: dict = {}
+    firing = {code for code, trigger in table if trigger.passes(text, memo)}
     return frozenset(firing | (codes - in_table))
 
 
@@ -189,14 +201,16 @@ def _syntax_checks(codes: frozenset[str]) -> dict[str, object]:
     return {code: getattr(all_rules().get(code), "syntax_check", None) for code in codes}
 
 
-def _syntax_refined(tree: ast.Module, may_fire: frozenset[str]) -> frozenset[str]:
+def _syntax_refined(tree: ast.Module, text: str, may_fire: frozenset[str]) -> frozenset[str]:
     """Drop the rules whose ``syntax_check`` says the file's ``ast`` cannot hold what they look for.
 
     CPython's parser is about ten times faster than libcst's, so a rule with a cheap syntactic
     precondition (SYN302 needs a bare ``x.to(...)``-like statement) can rule a file out before libcst
     ever sees it."""
     checks = _syntax_checks(may_fire)
-    return frozenset(code for code in may_fire if checks[code] is None or checks[code](tree))
+    return frozenset(
+        code for code in may_fire if checks[code] is None or checks[code](tree, text)
+    )
 
 
 @dataclass(frozen=True)
@@ -215,7 +229,7 @@ def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
     may_fire = codes_that_may_fire(text, codes)
     if may_fire is None:
         return _Plan(None, codes, text)
-    table = {code: (words, pattern) for code, words, pattern in _triggers_for(codes)}
+    table = dict(_triggers_for(codes))
     if not may_fire & table.keys():
         if not _compiles(text, path):
             return _Plan(None, may_fire, text)
@@ -223,12 +237,12 @@ def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
     tree = _ast_of(text, path)
     if tree is None:  # libcst parses it and reports SYN001 with its exact message
         return _Plan(None, may_fire, text)
-    may_fire = _syntax_refined(tree, may_fire)
+    may_fire = _syntax_refined(tree, text, may_fire)
     firing = sorted(may_fire & table.keys())
     if not firing:
         return _Plan(Analysis([], parsed=True), may_fire, text)
     checks = _syntax_checks(frozenset(firing))
-    triggers = [(*table[code], checks[code]) for code in firing]
+    triggers = list({(table[code], checks[code]): None for code in firing})
     return _Plan(None, may_fire, relevant_slice(text, tree, triggers) or text)
 
 

@@ -8,19 +8,28 @@ name to one that can, is replaced by ``pass`` and blank lines before libcst sees
 their numbers and columns, so positions, code frames and fixes are those of the original file.
 
 A definition is *relevant* when, on its own text, some rule that may fire on the file passes the same
-test the file-level prefilter applies (a trigger word, the trigger pattern, the ``ast`` syntax check).
-Relevance then spreads by name, to a fixed point:
+test the file-level prefilter applies (trigger words, trigger pattern, ``ast`` syntax check) and
+holds what the rule requires (``Rule.requires_pattern``: SYN204 needs the event's creation in the
+very function it reports on). Relevance then spreads by name, to a fixed point, along the only ways
+the model lets one definition's analysis depend on another's text:
 
-* a relevant statement at module level makes the names it binds relevant (``from time import
-  perf_counter``, ``STREAM = torch.cuda.Stream()``), and makes the whole module scope relevant;
-* a definition that mentions a relevant name is relevant (it calls a stream helper, uses the alias);
-* a definition whose name a relevant text mentions is relevant (a helper summarised for its caller).
+* a module-level statement that mentions a rule's trigger or requirement (``from torch.cuda import
+  Event as E``, ``STREAM = torch.cuda.Stream()``) makes the names it binds relevant, and a definition
+  using one is relevant (plain ``import torch.cuda`` binds ``torch``, whose users spell the rest out);
+* a function that relevant text names is relevant: the model summarises module-level helpers for
+  their callers (does it synchronize? return the current stream?), and SYN2xx rules follow event
+  factories into them. A caller of a relevant helper only sees that summary, on which no rule
+  reports by itself, so callers are not kept for it; classes are never summarised or followed;
+* a definition with an ``import`` that relevant text uses is relevant: import resolution reads
+  imports at any depth.
 
-Everything at module level other than definitions is kept. Classes are kept or dropped whole: methods
-share attributes, so one method's side-stream work can race with another's plain access. What is
-dropped therefore cannot contain a finding, and what is kept sees the same helpers, aliases and
-attributes as before; ``tests/test_prefilter_differential.py`` checks that linting with and without
-this gives identical results, on fixtures, generated code and real projects.
+Everything at module level other than definitions is kept (and, if any of it is relevant, all its
+words count as relevant text, since the module body is analysed as one scope). Classes are kept or
+dropped whole: methods share attributes, so one method's side-stream work can race with another's
+plain access. Rules still see the whole file's text (``RuleContext.source``), only libcst gets the
+slice. ``tests/test_prefilter_differential.py`` and ``tests/test_slicing.py`` check that linting with
+and without this gives identical results on fixtures, generated and glued programs and (when
+fetched) real projects; ``benchmarks/RESULTS.md`` records the same check on five real projects.
 """
 
 from __future__ import annotations
@@ -28,10 +37,42 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
-#: A rule's file-level test, applied to one unit of text: (trigger words, trigger pattern, check).
-Trigger = tuple[tuple[str, ...], "re.Pattern | None", "Callable[[ast.Module], bool] | None"]
+from synclint.astscan import iter_statements
+
+
+Patterns = tuple[re.Pattern, ...]  # alternatives: any may match
+Check = Callable[[ast.Module, str], bool]
+
+
+def _any(patterns: Patterns, text: str, memo: dict) -> bool:
+    """Does one of ``patterns`` occur in ``text``? (``memo`` belongs to this one text.)"""
+    for pattern in patterns:
+        hit = memo.get(pattern)
+        if hit is None:
+            hit = memo[pattern] = pattern.search(text) is not None
+        if hit:
+            return True
+    return False
+
+
+class Trigger(NamedTuple):
+    """A rule's text test (see ``Rule``): one of ``words`` occurs, and ``pattern`` and
+    ``requires`` (when given) each match. Rules with the same test share one Trigger, and a
+    ``memo`` shared over one text makes each pattern search happen once."""
+
+    words: tuple[str, ...]
+    pattern: Patterns | None = None
+    requires: Patterns | None = None
+
+    def passes(self, text: str, memo: dict, leave_out_requires: bool = False) -> bool:
+        if not any(word in text for word in self.words):
+            return False
+        if self.pattern is not None and not _any(self.pattern, text, memo):
+            return False
+        return leave_out_requires or self.requires is None or _any(self.requires, text, memo)
+
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")  # ``ast`` counts lines as these endings do
@@ -45,49 +86,101 @@ class _Unit:
     node: ast.stmt
     text: str
     words: frozenset[str] = field(default_factory=frozenset)
-    binds: frozenset[str] = field(default_factory=frozenset)
+    binds: frozenset[str] = field(default_factory=frozenset)  # module level: names it binds;
+    # a definition: names imported inside it
     relevant: bool = False
 
 
-def _matches(text: str, node: ast.stmt, triggers: Sequence[Trigger]) -> bool:
-    for words, pattern, check in triggers:
-        if not any(word in text for word in words):
-            continue
-        if pattern is not None and not pattern.search(text):
-            continue
-        if check is None or check(ast.Module(body=[node], type_ignores=[])):
+def _matches(text: str, node: ast.stmt, triggers: Sequence[tuple[Trigger, Check | None]]) -> bool:
+    """Does some rule's test pass on this definition's own text?"""
+    memo: dict = {}
+    for trigger, check in triggers:
+        if trigger.passes(text, memo) and (
+            check is None or check(ast.Module(body=[node], type_ignores=[]), text)
+        ):
             return True
     return False
 
 
+def _binds_relevant(text: str, triggers: Sequence[tuple[Trigger, Check | None]]) -> bool:
+    """Is a module-level statement relevant? More leniently than a definition: when some rule's
+    trigger words and pattern occur in it (its ``ast`` check is left out: ``from torch.cuda import
+    graph as capture`` holds no ``with``, but its user will), or what a rule requires does (``from
+    torch.cuda import Event as E``). Module-level statements are always kept; this only decides
+    whether the names they bind make their users relevant."""
+    memo: dict = {}
+    for trigger, _ in triggers:
+        if trigger.requires is not None and _any(trigger.requires, text, memo):
+            return True
+        if trigger.passes(text, memo, leave_out_requires=True):
+            return True
+    return False
+
+
+def _imports(node: ast.stmt) -> Iterator[tuple[str, str, bool]]:
+    """(bound name, what it names, whether it is a plain ``import a.b``) for every import in
+    ``node``, at any depth. (Imports are statements: expressions are not walked.)"""
+    for sub in iter_statements(ast.Module(body=[node], type_ignores=[])):
+        if isinstance(sub, ast.Import):
+            for alias in sub.names:
+                if alias.asname:
+                    yield alias.asname, alias.name, False
+                else:
+                    head = alias.name.split(".")[0]
+                    yield head, head, True
+        elif isinstance(sub, ast.ImportFrom):
+            base = "." * sub.level + (sub.module or "")
+            for alias in sub.names:
+                yield alias.asname or alias.name, f"{base}.{alias.name}", False
+
+
 def _bound_names(node: ast.stmt) -> frozenset[str]:
-    """Names a module-level statement binds: definitions, imports, assignment targets."""
-    if isinstance(node, _DEFINITIONS):
-        return frozenset({node.name})
-    names: set[str] = set()
+    """Names a module-level statement binds that its users do not spell out: assignment targets,
+    ``from`` imports, aliased imports, nested definitions. (A plain ``import torch.cuda`` binds
+    ``torch``, but its users write ``torch.cuda.Stream`` in full, triggers and all.)"""
+    names = {name for name, _, plain in _imports(node) if not plain}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
             names.add(sub.id)
-        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-            for alias in sub.names:
-                names.add(alias.asname or alias.name.split(".")[0])
         elif isinstance(sub, _DEFINITIONS):
             names.add(sub.name)
     return frozenset(names)
 
 
-def relevant_slice(text: str, tree: ast.Module, triggers: Sequence[Trigger]) -> str | None:
+def _imports_inside(node: ast.stmt, at_module_level: set[tuple[str, str]]) -> frozenset[str]:
+    """Names imported inside a definition that module-level imports do not already bind the same
+    way: synclint's import resolvers read imports at any depth, so a function's ``import
+    torch.cuda as tc`` names ``tc`` for the whole file."""
+    return frozenset(
+        name for name, target, _ in _imports(node) if (name, target) not in at_module_level
+    )
+
+
+def _definition_imports(text: str, node: ast.stmt, at_module_level: set) -> frozenset[str]:
+    return _imports_inside(node, at_module_level) if "import" in text else frozenset()
+
+
+def relevant_slice(
+    text: str, tree: ast.Module, triggers: Sequence[tuple[Trigger, Check | None]]
+) -> str | None:
     """``text`` with the irrelevant top-level definitions blanked out, or None when every
     definition is relevant (then there is nothing to save)."""
     lines = _LINE.findall(text)
     if lines and lines[-1] == "":
         lines.pop()
+    at_module_level = {
+        (name, target)
+        for node in tree.body
+        if not isinstance(node, _DEFINITIONS)
+        for name, target, _ in _imports(node)
+    }
     units: list[_Unit] = []
     for node in tree.body:
         decorators = getattr(node, "decorator_list", ())
         start = min([node.lineno, *(d.lineno for d in decorators)])
         end = node.end_lineno or node.lineno
         unit_text = "".join(lines[start - 1 : end])
+        definition = isinstance(node, _DEFINITIONS)
         units.append(
             _Unit(
                 start,
@@ -95,33 +188,42 @@ def relevant_slice(text: str, tree: ast.Module, triggers: Sequence[Trigger]) -> 
                 node,
                 unit_text,
                 frozenset(_WORD.findall(unit_text)),
-                _bound_names(node),
-                _matches(unit_text, node, triggers),
+                (
+                    _definition_imports(unit_text, node, at_module_level)
+                    if definition
+                    else _bound_names(node)
+                ),
+                (
+                    _matches(unit_text, node, triggers)
+                    if definition
+                    else _binds_relevant(unit_text, triggers)
+                ),
             )
         )
     definitions = [u for u in units if isinstance(u.node, _DEFINITIONS)]
     if not definitions or all(u.relevant for u in definitions):
         return None
     module_level = [u for u in units if not isinstance(u.node, _DEFINITIONS)]
-    names: set[str] = set()  # relevant names
-    mentioned: set[str] = set()  # words of relevant text
-    for unit in module_level:
-        if unit.relevant:
-            names |= unit.binds
+    # Names bound by relevant module-level statements (aliases, globals): their users are relevant.
+    names = {name for unit in module_level if unit.relevant for name in unit.binds}
+    # Words of relevant code: a function it names may be summarised for it, an import it names
+    # may resolve its aliases.
+    mentioned: set[str] = set()
     if any(unit.relevant for unit in module_level):  # the module scope is analysed as one
         for unit in module_level:
             mentioned |= unit.words
     for unit in definitions:
         if unit.relevant:
-            names |= unit.binds
             mentioned |= unit.words
     changed = True
     while changed:
         changed = False
         for unit in definitions:
-            if not unit.relevant and (unit.words & names or unit.binds & mentioned):
+            if unit.relevant:
+                continue
+            helper = not isinstance(unit.node, ast.ClassDef) and unit.node.name in mentioned
+            if unit.words & names or helper or unit.binds & mentioned:
                 unit.relevant = changed = True
-                names |= unit.binds
                 mentioned |= unit.words
     dropped = [u for u in definitions if not u.relevant]
     if not dropped:

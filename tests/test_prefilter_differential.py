@@ -312,6 +312,11 @@ def test_module_and_with_scans():
         assert imports_or_names_module(ast.parse(source), time_mod), source
     for source in no:
         assert not imports_or_names_module(ast.parse(source), time_mod), source
+    # Given the text, the (costly) walk for a bare use runs only where ``time.`` occurs.
+    for source in yes + ["t0 = time . perf_counter()"]:
+        assert imports_or_names_module(ast.parse(source), time_mod, source), source
+    for source in no + ["# at the same time\nclock = 1"]:
+        assert not imports_or_names_module(ast.parse(source), time_mod, source), source
     assert has_with_call(
         ast.parse(
             "class C:\n    def m(self):\n        with g(x) as y, open(p):\n            pass\n"

@@ -8,6 +8,7 @@ aliases around them) with slicing on and off and demand identical diagnostics.
 from __future__ import annotations
 
 import ast
+import re
 import random
 from pathlib import Path
 
@@ -16,11 +17,11 @@ from hypothesis import strategies as st
 
 from synclint.pipeline import FileSettings, _plan, lint_text
 from synclint.rules.registry import all_rules
-from synclint.slicing import relevant_slice
+from synclint.slicing import Trigger, relevant_slice
 
 ROOT = Path(__file__).resolve().parent.parent
 EVERY_RULE = FileSettings(frozenset(all_rules()))
-STREAM = (("stream", "Stream"), None, None)
+STREAM = Trigger(("stream", "Stream"))
 
 RACE = '''\
 import torch
@@ -33,7 +34,7 @@ def produce(x):
 '''
 
 
-def sliced(text: str, triggers=(STREAM,)) -> str | None:
+def sliced(text: str, triggers=((STREAM, None),)) -> str | None:
     return relevant_slice(text, ast.parse(text), list(triggers))
 
 
@@ -58,15 +59,28 @@ def test_nothing_to_blank_gives_none():
     assert sliced("x = 1\n") is None
 
 
-def test_a_helper_the_relevant_code_calls_is_kept_and_so_is_its_caller():
+def test_a_helper_the_relevant_code_calls_is_kept_but_not_a_mere_caller():
+    """A helper is summarised for the code that calls it; a caller only sees the summary (does it
+    synchronize, does it return the current stream), which no rule reports on by itself."""
     text = (
         RACE
         + "\ndef helper(t):\n    return t + 1\n"
         + "\ndef caller(t):\n    return produce(t)\n"
         + "\ndef unrelated(t):\n    return t\n"
+        + "\nclass Helper:\n    pass\n"
     )
-    text = text.replace("y = x * 2", "y = helper(x)")
-    assert kept_names(text) == {"produce", "helper", "caller"}
+    text = text.replace("y = x * 2", "y = helper(x) + Helper()")
+    assert kept_names(text) == {"produce", "helper"}
+
+
+def test_a_function_importing_a_name_relevant_code_uses_is_kept():
+    """Import resolution reads imports at any depth: the import inside ``setup`` names ``tc``."""
+    text = (
+        "def setup():\n    import torch.cuda as tc\n    return 1\n"
+        "\ndef run(x):\n    s = tc.Stream()\n    with tc.stream(s):\n        return x * 2\n"
+        "\ndef other():\n    import os\n    return os.sep\n"
+    )
+    assert kept_names(text) == {"setup", "run"}
 
 
 def test_an_alias_bound_by_a_relevant_import_makes_its_users_relevant():
@@ -166,3 +180,14 @@ def test_slicing_happens_on_the_glued_modules_and_findings_survive():
             blanked += 1
         findings += len(assert_same(text, path.name))
     assert blanked >= 20 and findings >= 30
+
+
+def test_module_level_aliases_reach_their_users_but_plain_imports_do_not():
+    graph = (Trigger(("graph",), (re.compile(r"\bgraph\b"),)), lambda tree, text: False)  # not asked
+    text = (
+        "import torch.cuda\nfrom torch.cuda import graph as capture\n"
+        "\ndef f(g):\n    with capture(g):\n        torch.cuda.synchronize()\n"
+        "\ndef other(x):\n    return torch.cuda.device_count() + x\n"
+    )
+    out = relevant_slice(text, ast.parse(text), [graph])
+    assert out is not None and "def f(g)" in out and "def other(x)" not in out

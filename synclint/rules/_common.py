@@ -17,9 +17,30 @@ _EXPRESSION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 #: A non-blocking copy is ``non_blocking=True`` or, for ``copy_`` and ``to``, ``True`` as the second
 #: positional argument (``dst.copy_(src, True)``, ``x.to(device, True)``), which the model honours
 #: too. Trigger words and pattern for the rules about non-blocking copies (SYN301, SYN303, SYN304):
-#: the pattern allows one level of parentheses inside the arguments, over several lines.
+#: the pattern allows one level of parentheses inside the arguments, over several lines. (Patterns
+#: are tuples of alternatives, each beginning with a literal: Python's ``re`` finds those fast.)
 NON_BLOCKING_TRIGGERS = ("non_blocking", "True")
-NON_BLOCKING_PATTERN = r"non_blocking|\b(?:copy_|to)\s*\((?:[^()]|\([^()]*\))*?,\s*True\s*[,)]"
+NON_BLOCKING_PATTERN = (
+    "non_blocking",
+    r"copy_\s*\((?:[^()]|\([^()]*\))*?,\s*True\s*[,)]",
+    r"to\s*\((?:[^()]|\([^()]*\))*?,\s*True\s*[,)]",
+)
+
+#: What puts device work on a stream other than the caller's, as SYN101-103 need in the definition
+#: they report on (``requires_pattern``): a stream context (``torch.cuda.stream(s)``,
+#: ``StreamContext``), ``set_stream``, a ``with`` over something named like a stream, a created or
+#: annotated ``Stream``, or an asynchronous collective. ``current_stream()`` and
+#: ``default_stream()`` alone are the caller's stream: they do not count.
+SIDE_STREAM_PATTERN = (
+    r"stream(?<!\wstream)\s*\(",
+    r"Stream(?!\w)",
+    "StreamContext",
+    "set_stream",
+    "async_op",
+    r"isend(?!\w)",
+    r"irecv(?!\w)",
+    r"with\W[^\n]*(?i:stream)",
+)
 
 
 def functions(ctx: RuleContext) -> Iterator[FunctionModel]:

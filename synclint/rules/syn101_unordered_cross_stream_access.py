@@ -16,6 +16,7 @@ import libcst as cst
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import Hazard, OpKind
 from synclint.rules._common import (
+    SIDE_STREAM_PATTERN,
     block_stream_text,
     current_stream_call,
     describe_access,
@@ -63,6 +64,7 @@ class UnorderedCrossStreamAccess(Rule):
     summary = "a tensor written on one stream and used on another with no happens-before edge"
     fix_kind = FixKind.UNSAFE
     triggers = ("stream", "Stream", "async_op", "isend", "irecv")
+    requires_pattern = SIDE_STREAM_PATTERN
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         # One finding per access site and pair of streams, naming every tensor involved (a helper

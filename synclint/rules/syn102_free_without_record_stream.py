@@ -13,7 +13,13 @@ import libcst as cst
 
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import LifetimeHazard
-from synclint.rules._common import current_stream_call, functions, is_identifier_path, stream_text
+from synclint.rules._common import (
+    SIDE_STREAM_PATTERN,
+    current_stream_call,
+    functions,
+    is_identifier_path,
+    stream_text,
+)
 from synclint.rules.base import FixKind, Rule, RuleContext
 
 
@@ -23,6 +29,7 @@ class FreeWithoutRecordStream(Rule):
     summary = "a tensor used on a stream other than its allocation stream is freed before that use is ordered"
     fix_kind = FixKind.UNSAFE
     triggers = ("stream", "Stream")
+    requires_pattern = SIDE_STREAM_PATTERN
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         for function in functions(ctx):

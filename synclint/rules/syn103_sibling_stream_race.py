@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from synclint.diagnostics import Diagnostic
-from synclint.rules._common import describe_access, functions
+from synclint.rules._common import SIDE_STREAM_PATTERN, describe_access, functions
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn101_unordered_cross_stream_access import hazard_data
 
@@ -19,6 +19,7 @@ class SiblingStreamRace(Rule):
     summary = "two streams that each waited for a common producer, but not for each other, share a tensor"
     fix_kind = FixKind.NONE
     triggers = ("stream", "Stream")
+    requires_pattern = SIDE_STREAM_PATTERN
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         for function in functions(ctx):

@@ -23,7 +23,10 @@ class StreamWaitsOnItself(Rule):
     name = "stream-waits-on-itself"
     summary = "wait_stream/record_stream given the current stream inside that stream's own block (a no-op)"
     fix_kind = FixKind.UNSAFE
-    triggers = ("current_stream",)
+    #: A wait (``wait_stream``, ``wait_event``, ``event.wait()``) or ``record_stream``, inside a
+    #: ``with`` block of a stream.
+    triggers = ("wait", "record_stream")
+    requires_pattern = r"with(?<!\wwith)(?!\w)"
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         seen: set[int] = set()

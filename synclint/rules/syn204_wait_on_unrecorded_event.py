@@ -23,6 +23,8 @@ class WaitOnUnrecordedEvent(Rule):
     name = "wait-on-unrecorded-event"
     summary = "waiting on an event that has not been recorded on this path, or recorded only after the wait"
     triggers = ("wait", "synchronize")
+    #: Only events created in the same function are judged.
+    requires_pattern = r"Event"
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         for function in functions(ctx):

@@ -32,9 +32,11 @@ class HostTimerWithoutSync(Rule):
     triggers = ("time", "timer")
     #: Host clocks resolve to ``time.*`` or ``timeit.*``: the identifier ``time`` or ``timeit`` must
     #: occur (in the import or the call), not merely the letters (``runtime``, ``timestamp``).
-    trigger_pattern = r"\b(?:time|timeit)\b"
+    trigger_pattern = (r"time(?<!\wtime)(?!\w)", r"timeit(?<!\wtimeit)(?!\w)")
     #: ... and in code, not only in comments or docstrings: imported, or used as a bare name.
-    syntax_check = staticmethod(lambda tree: imports_or_names_module(tree, frozenset({"time", "timeit"})))
+    syntax_check = staticmethod(
+        lambda tree, text: imports_or_names_module(tree, frozenset({"time", "timeit"}), text)
+    )
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()

@@ -31,7 +31,7 @@ class DiscardedTransferResult(Rule):
     #: comments, as Python allows inside brackets) then the name as a whole word.
     trigger_pattern = r"\.[\s\\]*(?:#[^\n]*\n[\s\\]*)*(?:to|cuda|cpu|pin_memory)\b"
     #: Only bare ``<expr>.<transfer>(...)`` statements are checked: without one, nothing to say.
-    syntax_check = staticmethod(lambda tree: has_bare_method_call(tree, TRANSFERS))
+    syntax_check = staticmethod(lambda tree, text: has_bare_method_call(tree, TRANSFERS))
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         facts = tensor_facts(ctx)

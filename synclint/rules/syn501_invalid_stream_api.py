@@ -43,6 +43,18 @@ class InvalidStreamApi(Rule):
     summary = "stream/event API misuse: missing stream, `torch.cuda.event`, unknown keywords, ..."
     fix_kind = FixKind.SOMETIMES
     triggers = ("stream", "Stream", "event", "Event")
+    #: The calls it judges: stream contexts, ``torch.cuda.event``, ``Event``/``Stream`` classes,
+    #: the stream getters, ``record_stream``.
+    requires_pattern = (
+        r"stream(?<!\wstream)\s*\(",
+        r"event(?<!\wevent)\s*\(",
+        r"Event(?!\w)",
+        r"Stream(?!\w)",
+        "StreamContext",
+        "current_stream",
+        "default_stream",
+        "record_stream",
+    )
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         names = import_resolver(ctx)

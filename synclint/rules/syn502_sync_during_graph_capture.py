@@ -33,10 +33,11 @@ class SyncDuringGraphCapture(Rule):
     summary = "a synchronizing call inside `torch.cuda.graph(...)` capture"
     triggers = ("graph", "capture_begin")
     #: Graph contexts qualify to ``torch.cuda[.graphs].graph``: the identifier ``graph`` occurs.
-    trigger_pattern = r"\bgraph\b|capture_begin"
+    trigger_pattern = (r"graph(?<!\wgraph)(?!\w)", "capture_begin")
     #: A captured region is ``with <call>(...):`` or follows a ``capture_begin`` call.
     syntax_check = staticmethod(
-        lambda tree: has_with_call(tree) or uses_identifier(tree, frozenset({"capture_begin"}))
+        lambda tree, text: has_with_call(tree)
+        or ("capture_begin" in text and uses_identifier(tree, frozenset({"capture_begin"})))
     )
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
