@@ -325,3 +325,27 @@ def test_module_and_with_scans():
     assert not has_with_call(ast.parse("with ctx:\n    pass\n"))
     assert uses_identifier(ast.parse("g.capture_begin()"), frozenset({"capture_begin"}))
     assert not uses_identifier(ast.parse("'capture_begin'"), frozenset({"capture_begin"}))
+
+
+ALIASED = [
+    # Each rule's requirement must survive an aliased import of what it looks for.
+    "from torch.cuda import graph as cuda_graph\n\ndef f(g, x):\n    ev = torch.cuda.Event()\n"
+    "    with cuda_graph(g):\n        y = x * 2\n        ev.synchronize()\n    return y\n",
+    "from torch.cuda import stream as ctx\n\ndef f():\n    with ctx():\n        pass\n",
+    "from torch.cuda import event as make\n\ndef f():\n    return make()\n",
+    "from torch.cuda import current_stream as cs\n\ndef f(x):\n    x.record_stream(cs)\n",
+    "from torch.cuda import Stream as S, stream as ctx\n\ndef f(x):\n    s = S()\n"
+    "    with ctx(s):\n        y = x * 2\n    return y\n",
+    "from torch.cuda import Event as E\n\ndef f():\n    e = E()\n    e.wait()\n",
+    "from torch.cuda import Stream as S\n\ndef f(xs):\n    for x in xs:\n        s = S()\n"
+    "        with torch.cuda.stream(s):\n            x.mul_(2)\n",
+]
+
+
+EXPECTED = ["SYN502", "SYN501", "SYN501", "SYN501", "SYN101", "SYN204", "SYN105"]
+
+
+@pytest.mark.parametrize("index", range(len(ALIASED)))
+def test_aliased_imports_keep_their_rules(index):
+    text = "import torch\n" + ALIASED[index]
+    assert EXPECTED[index] in [d.code for d in assert_same(text, f"aliased_{index}.py")]

@@ -12,7 +12,12 @@ import libcst as cst
 
 from synclint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from synclint.model import Op, OpKind
-from synclint.rules._common import current_stream_call, enclosing_with, functions
+from synclint.rules._common import (
+    SIDE_STREAM_PATTERN,
+    current_stream_call,
+    enclosing_with,
+    functions,
+)
 from synclint.rules.base import FixKind, Rule, RuleContext
 
 CAPTURED = "producer_stream"
@@ -26,7 +31,7 @@ class StreamWaitsOnItself(Rule):
     #: A wait (``wait_stream``, ``wait_event``, ``event.wait()``) or ``record_stream``, inside a
     #: ``with`` block of a stream.
     triggers = ("wait", "record_stream")
-    requires_pattern = r"with(?<!\wwith)(?!\w)"
+    requires_pattern = SIDE_STREAM_PATTERN
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         seen: set[int] = set()

@@ -39,6 +39,8 @@ class StreamCreatedInLoop(Rule):
     summary = "torch.cuda.Stream() created per loop iteration (pool aliasing, hidden serialization)"
     fix_kind = FixKind.NONE
     triggers = ("Stream",)
+    #: ... created in a loop (a comprehension's ``for`` counts).
+    requires_pattern = (r"for(?<!\wfor)(?!\w)", r"while(?<!\wwhile)(?!\w)")
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         seen: set[int] = set()

@@ -44,15 +44,16 @@ class InvalidStreamApi(Rule):
     fix_kind = FixKind.SOMETIMES
     triggers = ("stream", "Stream", "event", "Event")
     #: The calls it judges: stream contexts, ``torch.cuda.event``, ``Event``/``Stream`` classes,
-    #: the stream getters, ``record_stream``.
+    #: the stream getters passed uncalled, ``record_stream``. As whole words, so that an aliased
+    #: import (``from torch.cuda import stream as ctx``) still names them.
     requires_pattern = (
-        r"stream(?<!\wstream)\s*\(",
-        r"event(?<!\wevent)\s*\(",
+        r"stream(?<!\wstream)(?!\w)",
+        r"event(?<!\wevent)(?!\w)",
         r"Event(?!\w)",
         r"Stream(?!\w)",
         "StreamContext",
-        "current_stream",
-        "default_stream",
+        r"current_stream(?!\s*\()",  # the getter passed, not called
+        r"default_stream(?!\s*\()",
         "record_stream",
     )
 
