@@ -229,24 +229,24 @@ class TreeIndex:
 
     def __init__(self, root: cst.CSTNode) -> None:
         nodes: list[cst.CSTNode] = []
-        ends: list[int] = []
         parents: list[int] = []
         stack: list = [(root, -1)]
-        pop, push = stack.pop, stack.append
+        pop, push, trivia = stack.pop, stack.append, TRIVIA
         while stack:
             node, parent = pop()
-            if node is None:  # every child of `parent` is listed: its subtree ends here
-                ends[parent] = len(nodes)
-                continue
             i = len(nodes)
             nodes.append(node)
             parents.append(parent)
-            ends.append(0)
-            push((None, i))
             for child in reversed(children_of(node)):
-                if child.__class__ not in TRIVIA:
+                if child.__class__ not in trivia:
                     push((child, i))
-        self.nodes, self.ends, self.parents = nodes, ends, parents
+        # A subtree is contiguous in pre-order: it ends where its size says. Sizes add up from
+        # the last node back, since every node comes after its parent.
+        sizes = [1] * len(nodes)
+        for i in range(len(nodes) - 1, 0, -1):
+            sizes[parents[i]] += sizes[i]
+        self.nodes, self.parents = nodes, parents
+        self.ends = [i + size for i, size in enumerate(sizes)]
         self.position: dict[cst.CSTNode, int] = {node: i for i, node in enumerate(nodes)}
 
 
