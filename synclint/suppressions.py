@@ -33,6 +33,10 @@ _SYNCLINT = re.compile(
 )
 _NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODE_LIST})|(?P<colon>:))?", re.IGNORECASE)
 _SYN = re.compile(r"^SYN[0-9]+$")
+#: A comment that can be a synclint directive holds ``synclint``, a bare ``noqa`` (nothing or not a
+#: colon right after it) or a ``noqa:`` list with a SYN code: a superset of what the two patterns
+#: above accept, checked before tokenizing (tokenizing is the costly part).
+_MAY_MATTER = re.compile(r"noqa(?!:)|noqa:[^\n]*syn[0-9]|synclint", re.IGNORECASE)
 
 
 @dataclass
@@ -72,8 +76,11 @@ def _split_codes(text: str | None) -> tuple[str, ...]:
 
 def parse_directives(source: str) -> list[Directive]:
     """Every synclint-relevant directive in the source's comments."""
-    if "synclint" not in source.lower() and "noqa" not in source.lower():
+    lowered = source.lower()
+    if "synclint" not in lowered and "noqa" not in lowered:
         return []
+    if not _MAY_MATTER.search(source):
+        return []  # only `# noqa: E501`-style comments for other tools: no need to tokenize
     found: list[Directive] = []
     for line, column, comment, text in _comments(source):
         for match in _SYNCLINT.finditer(comment):

@@ -132,3 +132,14 @@ def _apply_only_fix(text: str) -> str:
 )
 def test_syn002_fix(fake_rules, before, after):
     assert _apply_only_fix(before) == after
+
+
+def test_other_tools_noqa_comments_are_skipped_without_missing_ours():
+    from synclint.suppressions import parse_directives
+
+    assert parse_directives("x = 1  # noqa: E501\ny = 2  # noqa:F401\n") == []
+    mixed = parse_directives("x = 1  # NOQA:e501, syn101\n")
+    assert [d.codes for d in mixed] == [("SYN101",)]
+    assert [d.codes for d in parse_directives("x = 1  # noqa\n")] == [None]
+    assert [d.codes for d in parse_directives("x = 1  # noqa :E501\n")] == [None]  # not a list
+    assert [d.kind for d in parse_directives("# SynClint: ignore-file\n")] == ["ignore-file"]
