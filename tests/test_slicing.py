@@ -8,19 +8,19 @@ aliases around them) with slicing on and off and demand identical diagnostics.
 from __future__ import annotations
 
 import ast
-import re
 import random
+import re
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from synclint.pipeline import FileSettings, _plan, lint_text
-from synclint.rules.registry import all_rules
+from test_prefilter_differential import EVERY_RULE, assert_same
+
+from synclint.pipeline import _plan
 from synclint.slicing import Trigger, relevant_slice
 
 ROOT = Path(__file__).resolve().parent.parent
-EVERY_RULE = FileSettings(frozenset(all_rules()))
 STREAM = Trigger(("stream", "Stream"))
 
 RACE = '''\
@@ -136,14 +136,6 @@ def _defined_names(text: str) -> list[str]:
     except SyntaxError:
         return []
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-
-
-def assert_same(text: str, name: str) -> list:
-    on = lint_text(text, name, EVERY_RULE, prefilter=True)
-    off = lint_text(text, name, EVERY_RULE, prefilter=False)
-    assert on.diagnostics == off.diagnostics, name
-    assert on.errors == off.errors, name
-    return off.diagnostics
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
