@@ -334,13 +334,14 @@ class Interpreter:
 
     def release_locals(self, node: cst.CSTNode, keep: Iterable[Storage] = (), keep_ids: Iterable[int] = ()) -> None:
         kept = {s.root.id for s in keep} | set(keep_ids)
+        local_values = []
         for name, value in self.state.env.items():
             if "." in name:
                 kept.update(s.root.id for s in storages_of(value))  # still held by the object
+            else:
+                local_values.append(value)
         seen: set[int] = set()
-        for name, value in list(self.state.env.items()):
-            if "." in name:
-                continue
+        for value in local_values:
             for storage in storages_of(value):
                 storage = storage.root
                 if storage.id in kept or storage.id in seen:

@@ -169,11 +169,14 @@ class Alternatives:
 
 
 def storages_of(value) -> list[Storage]:
-    if isinstance(value, Storage):
+    # Exact type tests: the model calls this about a million times on a large file, and none of
+    # these classes has subclasses.
+    kind = type(value)
+    if kind is Storage:
         return [value]
-    if isinstance(value, Alternatives):
+    if kind is Alternatives:
         return value.storages()
-    if isinstance(value, TupleValue):
+    if kind is TupleValue:
         out: list[Storage] = []
         for item in value.items:
             out.extend(storages_of(item))
