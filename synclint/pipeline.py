@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from synclint import catalogue
 from synclint.diagnostics import Diagnostic, Position, Span
 from synclint.settings import AnalysisSettings
-from synclint.slicing import Trigger, relevant_slice
+from synclint.slicing import Check, Trigger, relevant_slice
 
 if TYPE_CHECKING:  # pragma: no cover
     from synclint.engine import Analysis
@@ -176,17 +176,9 @@ def codes_that_may_fire(text: str, codes: frozenset[str]) -> frozenset[str] | No
     return frozenset(firing | (codes - in_table))
 
 
-def _compiles(text: str, path: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, path, "exec", ast.PyCF_ONLY_AST)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return False
-
-
 def _ast_of(text: str, path: str) -> ast.Module | None:
+    """CPython's syntax tree of the file, or None when CPython rejects it (then libcst parses it,
+    so that SYN001 keeps libcst's exact message and position). Every file is compiled once."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -195,7 +187,7 @@ def _ast_of(text: str, path: str) -> ast.Module | None:
         return None
 
 
-def _syntax_checks(codes: frozenset[str]) -> dict[str, object]:
+def _syntax_checks(codes: frozenset[str]) -> dict[str, Check | None]:
     from synclint.rules.registry import all_rules
 
     return {code: getattr(all_rules().get(code), "syntax_check", None) for code in codes}
@@ -231,7 +223,7 @@ def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
         return _Plan(None, codes, text)
     table = dict(_triggers_for(codes))
     if not may_fire & table.keys():
-        if not _compiles(text, path):
+        if _ast_of(text, path) is None:
             return _Plan(None, may_fire, text)
         return _Plan(Analysis([], parsed=True), may_fire, text)
     tree = _ast_of(text, path)
