@@ -496,20 +496,28 @@ class Interpreter:
         test = stmt.test
         negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
         excluded = self.model_code(test.expression) if negated else f"not {self.model_code(test)}"
+        is_excluded: dict = {}  # `if` test node -> is it this condition (equal text)?
+
+        def under_excluded(access) -> bool:
+            for test in access.guards:
+                hit = is_excluded.get(test)
+                if hit is None:
+                    hit = is_excluded[test] = self.guard_text(test) == excluded
+                if hit:
+                    return True
+            return False
+
         for sid, accesses in list(self.state.history.items()):
-            kept = tuple(a for a in accesses if excluded not in self.guard_texts(a.guards))
+            kept = tuple(a for a in accesses if not (a.guards and under_excluded(a)))
             if len(kept) != len(accesses):
                 self.state.history[sid] = kept
 
-    def guard_texts(self, guards: frozenset) -> set[str]:
-        """The source text of ``if`` tests (equal texts are the same condition)."""
-        out = set()
-        for test in guards:
-            text = self._guard_code.get(test)
-            if text is None:
-                text = self._guard_code[test] = self.model_code(test)
-            out.add(text)
-        return out
+    def guard_text(self, test: cst.BaseExpression) -> str:
+        """The source text of an ``if`` test (equal texts are the same condition), computed once."""
+        text = self._guard_code.get(test)
+        if text is None:
+            text = self._guard_code[test] = self.model_code(test)
+        return text
 
     def hand_off(self, storage: Storage, node: cst.CSTNode) -> None:
         """A tensor allocated on a side stream is returned to a caller on the entry stream.

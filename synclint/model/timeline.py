@@ -107,7 +107,7 @@ class Access:
     mode: str  # "read" or "write"
     stream: StreamValue
     region: Optional[str] = None  # the static slice accessed, None for the whole tensor
-    guards: frozenset = frozenset()  # the `if` test nodes it was made under (see Interpreter.guard_texts)
+    guards: frozenset = frozenset()  # the `if` test nodes it was made under (see Interpreter.guard_text)
 
     @property
     def node(self) -> cst.CSTNode:
