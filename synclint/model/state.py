@@ -83,7 +83,8 @@ def join(a: State, b: State) -> State:
         return b.copy()
     if b.dead:
         return a.copy()
-    out = a.copy()
+    # Not a.copy(): the clocks and events are rebuilt below from both sides.
+    out = State(current=a.current, env=dict(a.env), history=dict(a.history))
     for name, value in b.env.items():
         mine = out.env.get(name)
         if mine is None:
