@@ -183,3 +183,26 @@ def test_module_level_aliases_reach_their_users_but_plain_imports_do_not():
     )
     out = relevant_slice(text, ast.parse(text), [graph])
     assert out is not None and "def f(g)" in out and "def other(x)" not in out
+
+
+def test_fixes_are_the_same_when_a_definition_before_them_is_blanked():
+    """Fixes are computed on the slice but applied to the file: spans must agree."""
+    from synclint.fixer import fix_text
+    from synclint.pipeline import lint_text
+
+    head = "def unrelated_head(a):\n    b = a + 1\n    return b * 2\n\n\n"
+    fixed = 0
+    for path in sorted(p for p in FIXTURES if p.name.startswith("bad_"))[::3]:
+        text = path.read_text(encoding="utf-8")
+        if "from __future__" in text:
+            continue
+
+        def lint(source: str, name: str = path.name):
+            return lint_text(source, name, EVERY_RULE).diagnostics
+
+        alone, behind = fix_text(text, lint, True), fix_text(head + text, lint, True)
+        assert _plan(head + text, path.name, EVERY_RULE.codes).text.startswith("pass\n")
+        assert behind.text == head + alone.text, path
+        assert behind.applied == alone.applied, path
+        fixed += alone.applied
+    assert fixed >= 20
