@@ -1,4 +1,10 @@
-"""Linting one file: bytes to text, the text prefilter, the engine, suppressions and SYN002.
+"""Linting one file: bytes to text, the prefilter, the engine, suppressions and SYN002.
+
+The prefilter decides, cheapest test first, how little of a file the engine needs: each rule's
+trigger words, patterns and requirement on the text; CPython's ``ast`` (every file is compiled once,
+for SYN001) and the rules' syntax checks on it; then :mod:`synclint.slicing` blanks the top-level
+definitions no remaining rule could report on. Linting with ``prefilter=False`` skips all of it and
+must give the same diagnostics (``tests/test_prefilter_differential.py``).
 
 Everything that can go wrong with a file (undecodable bytes, NUL bytes, bad syntax) becomes SYN001
 for that file; an unreadable file or a crashing rule becomes an *error* (reported on standard error,
