@@ -16,7 +16,10 @@ Reading guide:
 * :mod:`.api` - what each PyTorch call and tensor method means.
 * :mod:`.state` - the abstract state and the join of two paths.
 * :mod:`.interpreter` - statements, control flow, hazards and lifetimes.
-* :mod:`.expressions` - calls, methods and operators.
+* :mod:`.expressions` - expressions and operators, with two parts mixed in: :mod:`.calls` (what
+  a call means, by the name it resolves to) and :mod:`.known_methods` (methods on known streams,
+  events, work handles and tensors: waits, records, copies, transfers); :mod:`.call_args` holds
+  what they share.
 * :mod:`.scopes` - module helpers, functions, classes (methods combined).
 
 Queries rules use most:

@@ -1,0 +1,123 @@
+"""What the expression evaluator's parts share: reading a call's arguments, the tensor method
+tables, and small facts about values and devices (:mod:`synclint.model.expressions`,
+:mod:`synclint.model.calls`, :mod:`synclint.model.known_methods`). Package-internal."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from synclint.model.resolver import dotted
+from synclint.model.values import (
+    Alternatives,
+    EventValue,
+    HostValue,
+    Storage,
+    StreamValue,
+)
+
+_CONSTANTS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
+_COMMON_TENSOR_METHODS = {
+    "sum", "mean", "max", "min", "norm", "abs", "clone", "add", "mul", "sub", "div", "matmul",
+    "bmm", "mm", "softmax", "log_softmax", "exp", "log", "sqrt", "pow", "argmax", "argmin", "topk",
+    "gather", "scatter", "index_select", "masked_fill", "sigmoid", "tanh", "relu", "cumsum", "prod",
+    "float", "half", "double", "long", "int", "bfloat16", "std", "var", "sort", "where", "clamp",
+    "fill_", "zero_", "copy_", "add_", "mul_", "div_", "sub_", "normal_", "uniform_", "neg",
+    "reciprocal", "any", "all", "eq", "ne", "lt", "gt", "le", "ge", "masked_select", "nonzero",
+    "repeat", "index_add_", "index_copy_", "scatter_", "scatter_add_", "masked_fill_", "clamp_",
+    "sign", "round", "floor", "ceil", "square", "amax", "amin", "logsumexp", "baddbmm", "addmm",
+}
+
+
+#: Methods only tensors have: a receiver of unknown origin that gets one is taken to be a tensor.
+_TENSOR_ONLY_METHODS = {
+    "cuda", "to", "pin_memory", "record_stream", "copy_", "item", "tolist", "numpy", "data_ptr",
+    "is_pinned", "non_blocking", "narrow", "view", "contiguous", "untyped_storage", "element_size",
+}
+
+
+_SYNC_NAME = re.compile(r"(^|_)(sync|synchronize|synchronise)(_|$)", re.IGNORECASE)
+_STREAM_ONLY_METHODS = {"wait_stream", "wait_event", "record_event"}
+
+
+def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _positional(call: cst.Call) -> list[cst.BaseExpression]:
+    return [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+
+
+def _is_true(node: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _literal_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+def _string(node: Optional[cst.BaseExpression]) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value if isinstance(node.evaluated_value, str) else None
+    return None
+
+
+def _narrow(value):
+    """``x`` is None on one path and an event (or stream) on the other (lazy creation:
+    ``if self.ev is None: self.ev = Event()``): calling a method on it means it is the event."""
+    if not isinstance(value, Alternatives):
+        return value
+    known = [v for v in value.values if v is not None and not isinstance(v, HostValue)]
+    if known and all(isinstance(v, (EventValue, StreamValue)) and type(v) is type(known[0]) and v.key == known[0].key for v in known):
+        return known[0]
+    return value
+
+
+def _sequence_expr(node: cst.BaseExpression) -> bool:
+    """A list or tuple display, comprehension, or arithmetic on them (`[x] * n`, `xs + [y]`)."""
+    if isinstance(node, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply)):
+        return _sequence_expr(node.left) or _sequence_expr(node.right)
+    return False
+
+
+def mark_host(storage: Storage, depth: int = 3) -> None:
+    """``storage`` is host memory, and so (while unknown) are the values it was computed from on
+    the host (``torch.cat(ids).to("cuda")``: the ids are CPU tensors too)."""
+    root = storage.root
+    if root.device is not None or depth == 0:
+        return
+    root.device = "cpu"
+    made_by = root.alloc_op
+    if made_by is not None:
+        for source in getattr(made_by, "reads", ()):
+            mark_host(source, depth - 1)
+
+
+def _direction(src: Optional[str], dst: Optional[str]) -> str:
+    if src == "cpu" and dst == "cpu":
+        return "h2h"
+    if src == "cpu" and dst in ("cuda", None):
+        return "h2d" if dst == "cuda" else "unknown"
+    if dst == "cpu":
+        return "d2h" if src in ("cuda", None) else "unknown"
+    if src == "cuda" and dst == "cuda":
+        return "d2d"
+    return "unknown"
+
+
+def _is_dtype(node: cst.BaseExpression) -> bool:
+    text = dotted(node) or ""
+    return text.startswith("torch.") and text.rsplit(".", 1)[-1] in {
+        "float", "float16", "float32", "float64", "half", "bfloat16", "double", "int", "int8",
+        "int16", "int32", "int64", "long", "bool", "uint8", "complex64",
+    } or text.endswith(".dtype")
+

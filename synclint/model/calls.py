@@ -1,0 +1,377 @@
+"""Calls: what a call means, by the name it resolves to (stream and event constructors, stream
+contexts, synchronizing functions, collectives, tensor factories) or, when unknown, by what it is
+handed. Part of :class:`~synclint.model.expressions.ExpressionEvaluator`, which mixes this in."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from synclint.model import api
+from synclint.model.call_args import (
+    _STREAM_ONLY_METHODS,
+    _SYNC_NAME,
+    _TENSOR_ONLY_METHODS,
+    _is_true,
+    _keyword,
+    _literal_bool,
+    _narrow,
+    _positional,
+    _string,
+)
+from synclint.model.inlining import can_inline, inline_call
+from synclint.model.resolver import canonical
+from synclint.model.timeline import OpKind
+from synclint.model.values import (
+    HOST,
+    Alternatives,
+    EventValue,
+    ModuleRef,
+    Storage,
+    StreamValue,
+    TupleValue,
+    WorkValue,
+    storages_of,
+)
+
+
+class CallSemantics:
+    """``ex_Call`` and the meaning of calls; ``self`` is the :class:`ExpressionEvaluator`."""
+
+    # -- calls -------------------------------------------------------------------------------------
+
+    def callee_name(self, func: cst.BaseExpression) -> Optional[str]:
+        if isinstance(func, cst.Name):
+            bound = self.state.env.get(func.value)
+            if isinstance(bound, ModuleRef):
+                return bound.qualname
+            if func.value in self.state.env:
+                return None
+            return self.i.resolver.qualify(func)
+        if isinstance(func, cst.Attribute):
+            base = self.ev_callee_base(func.value)
+            if isinstance(base, ModuleRef):
+                return canonical(f"{base.qualname}.{func.attr.value}")
+        return None
+
+    def ex_Call(self, node: cst.Call, hint=None):
+        if self.i.resolver.is_wrapper_call(node):
+            return ModuleRef("torch.cuda")  # `acc = get_accelerator()` then `acc.Stream()`
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            receiver = _narrow(self.ev(func.value))
+            method = func.attr.value
+            if isinstance(receiver, ModuleRef):
+                return self.qualified_call(node, canonical(f"{receiver.qualname}.{method}"), hint)
+            if receiver is None and isinstance(func.value, cst.Call) and self.i.resolver.is_wrapper_call(func.value):
+                return self.qualified_call(node, f"torch.cuda.{method}", hint)
+            if isinstance(receiver, StreamValue):
+                return self.stream_method(node, receiver, method)
+            if isinstance(receiver, EventValue):
+                return self.event_method(node, receiver, method)
+            if isinstance(receiver, WorkValue):
+                return self.work_method(node, receiver, method)
+            if isinstance(receiver, Alternatives) and any(isinstance(v, WorkValue) for v in receiver.values):
+                # `handle` is a Work on some paths: waiting on it waits for those (precision first).
+                result = None
+                for work in receiver.values:
+                    if isinstance(work, WorkValue):
+                        result = self.work_method(node, work, method)
+                return result
+            if method in _STREAM_ONLY_METHODS and (receiver is None or isinstance(receiver, Storage)):
+                stream = self.as_stream(func.value, receiver)
+                if stream is not None:
+                    return self.stream_method(node, stream, method)
+            if receiver is None and method in _TENSOR_ONLY_METHODS:
+                receiver = self.materialize(func.value)
+            if storages_of(receiver):
+                return self.tensor_method(node, receiver, method, hint)
+            return self.unknown_method(node, func, receiver, method, hint)
+        name = self.callee_name(func)
+        if name is None:
+            self.ev(func)
+        return self.qualified_call(node, name, hint)
+
+    def args(self, node: cst.Call, skip: int = 0):
+        values = []
+        for index, arg in enumerate(node.args):
+            if index < skip:
+                continue
+            values.append(self.ev(arg.value))
+        return values
+
+    def arg_storages(self, node: cst.Call) -> list[Storage]:
+        return [s for v in self.args(node) for s in storages_of(v)]
+
+    def qualified_call(self, node: cst.Call, name: Optional[str], hint: Optional[str]):
+        i = self.i
+        if name is None:
+            return self.unknown_call(node, hint)
+        if name in api.STREAM_FACTORIES:
+            self.args(node)
+            label = hint or "stream"
+            i.emit(OpKind.CREATE_STREAM, node, qualname=name)
+            # One creation site is one stream identity (both analysed loop iterations share it).
+            key = label if "." in label else f"{label}@{i.site_number(node)}"
+            return StreamValue(key, f"stream `{label}`", "created", node)
+        if name in api.EVENT_FACTORIES:
+            self.args(node)
+            timing = _keyword(node, "enable_timing")
+            positional = _positional(node)
+            if timing is None and positional:
+                timing = positional[0]
+            enable = False if timing is None else _literal_bool(timing)
+            label = hint or "event"
+            op = i.emit(OpKind.CREATE_EVENT, node, qualname=name)
+            key = label if "." in label else f"{label}@{i.site_number(node)}"
+            event = EventValue(key, f"event `{label}`", enable, node)
+            op.event = event
+            return event
+        if name in api.CURRENT_STREAM:
+            self.args(node)
+            return self.state.current
+        if name in api.DEFAULT_STREAM:
+            self.args(node)
+            return i.entry
+        if name in api.STREAM_CONTEXTS:
+            return None  # handled by `with`
+        if name in api.SET_STREAM:
+            values = self.args(node)
+            positional = _positional(node)
+            stream = self.as_stream(positional[0] if positional else None, values[0] if values else None)
+            i.emit(OpKind.SET_STREAM, node, target=stream)
+            if stream is not None:
+                self.state.current = stream
+            return HOST
+        if name in api.DEVICE_SYNC:
+            self.args(node)
+            self.sync_device(node, "device", name)
+            return HOST
+        if name in api.HOST_CLOCKS:
+            i.emit(OpKind.HOST_CLOCK, node, clock=name, qualname=name)
+            return HOST
+        if name in api.COLLECTIVES:
+            return self.collective(node, name)
+        if name in api.TENSOR_FACTORIES or name in api.LIKE_FACTORIES:
+            return self.factory(node, name, hint)
+        if name in self.i.settings.synchronizing_functions or name.rsplit(".", 1)[-1] in {
+            f for f in self.i.settings.synchronizing_functions if "." not in f
+        }:
+            self.args(node)
+            self.sync_device(node, "helper", name)
+            return HOST
+        summary = self.i.summaries.get(name)
+        if summary is not None:
+            self.args(node)
+            if summary.synchronizes:
+                self.sync_device(node, "helper", name)
+            if summary.returns_current_stream:
+                return self.state.current
+            return None
+        if name in api.HOST_CONVERSIONS:
+            storages = self.arg_storages(node)
+            if storages:
+                self.mark_tensor(storages)
+                self.blocking_read(node, storages)
+            return HOST
+        if name in api.HOST_BUILTINS:
+            values = self.args(node)
+            if name in ("list", "tuple", "sorted", "reversed") and values:
+                return values[0] if isinstance(values[0], TupleValue) else None
+            return HOST
+        if name == "torch.device":
+            self.args(node)
+            return HOST
+        if name.startswith("torch.cuda.") or name.startswith("torch.distributed."):
+            self.args(node)
+            return HOST
+        if name.startswith("torch.") and name.count(".") == 1 or name.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")):
+            return self.torch_function(node, name, hint)
+        return self.unknown_call(node, hint)
+
+    def sync_by_name(self, node: cst.Call, name: str) -> bool:
+        """An unknown helper whose name says it synchronizes (``timer.sync()``, ``cuda_sync()``,
+        ``synchronize_all()``) is taken at its word: precision first."""
+        if not _SYNC_NAME.search(name.rsplit(".", 1)[-1]):
+            return False
+        self.args(node)
+        self.sync_device(node, "helper", name)
+        return True
+
+    def handed_to_unknown(self, node: cst.Call, values, name: str) -> None:
+        """What an unknown callee may do with its arguments: keep them (a constructor), record them
+        on the current stream (``record_stream=True``), run work on a stream given to it."""
+        storages = [s for v in values for s in storages_of(v)]
+        for value in values:
+            if isinstance(value, StreamValue):
+                value.escapes = True
+        if _is_true(_keyword(node, "record_stream")):
+            for storage in storages:
+                storage.root.recorded_streams.append(self.state.current)
+        tail = name.rsplit(".", 1)[-1]
+        if tail[:1].isupper():
+            for storage in storages:
+                storage.root.escapes = True
+
+    def unknown_result(self, node: cst.Call, storages: list, hint: Optional[str]):
+        """The result of an unknown call given tensors: a tensor made on the current stream if
+        used as one later; host memory when every tensor given was host memory."""
+        evidence = any(s.tensor for s in storages)
+        device = "cpu" if all(s.root.on_host for s in storages) else None
+        return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", device=device,
+                              evidence=evidence, mark_arguments=False)
+
+    def unknown_call(self, node: cst.Call, hint: Optional[str]):
+        name = self.i.resolver.qualify(node.func) or ""
+        if name and self.sync_by_name(node, name):
+            return HOST
+        values = self.args(node)
+        self.handed_to_unknown(node, values, name)
+        storages = [s for v in values for s in storages_of(v)]
+        if not storages:
+            return None
+        return self.unknown_result(node, storages, hint)
+
+    def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
+        if method in ("wait_stream", "wait_event", "record_event") or (
+            method == "synchronize" and receiver is None
+        ):
+            stream = self.as_stream(func.value, receiver)
+            if stream is not None:
+                return self.stream_method(node, stream, method)
+            if method == "synchronize":
+                self.args(node)
+                self.sync_device(node, "unknown")
+                return HOST
+        if method != "synchronize" and _SYNC_NAME.search(method) and self.sync_by_name(node, method):
+            return HOST
+        if method in self.i.sync_methods:
+            self.args(node)
+            self.sync_device(node, "helper", method)
+            return HOST
+        if method in ("record", "elapsed_time") and receiver is None:
+            event = self.as_event(func.value, receiver)
+            if event is not None:
+                return self.event_method(node, event, method)
+        if isinstance(func.value, cst.Name) and func.value.value == "self" and can_inline(self.i, method):
+            return inline_call(self.i, node, self.i.class_methods[method])
+        if isinstance(func.value, cst.Name) and func.value.value == "self" and method in self.i.method_returns:
+            self.args(node)
+            stream = self.i.method_returns[method]
+            storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=stream, device="cuda")
+            op = self.i.emit(OpKind.ACCESS, node, stream=stream, writes=(storage,), note=f"in `{method}`")
+            self.i.access(op, storage, "write")
+            return storage
+        values = self.args(node)
+        self.handed_to_unknown(node, values, method)
+        if method in ("append", "insert") and values and any(isinstance(v, WorkValue) for v in values):
+            self.i.keep_in_container(func.value, values[-1])
+        if method in api.STORING_METHODS:
+            for value in values:
+                for storage in storages_of(value):
+                    storage.escapes = True
+            return None
+        storages = [s for v in values for s in storages_of(v)]
+        if storages:
+            return self.unknown_result(node, storages, hint)
+        return None
+
+    def factory(self, node: cst.Call, name: str, hint: Optional[str]):
+        values = self.args(node)
+        device_node = _keyword(node, "device")
+        device = self.device_of(device_node) if device_node is not None else None
+        if device_node is None:
+            if name in api.LIKE_FACTORIES and values and storages_of(values[0]):
+                device = storages_of(values[0])[0].device
+            else:
+                device = "cpu"
+        pinned = _is_true(_keyword(node, "pin_memory"))
+        storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
+                                     device=device, pinned=pinned)
+        if storage.on_host:
+            return storage
+        if name.rsplit(".", 1)[-1].startswith("empty"):
+            # Allocation only, no kernel: nothing to race with, but the allocation stream counts.
+            return storage
+        op = self.i.emit(OpKind.ACCESS, node, writes=(storage,), qualname=name)
+        self.i.access(op, storage, "write")
+        return storage
+
+    def device_of(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
+        """"cpu", "cuda" or None for a device argument."""
+        if node is None:
+            return None
+        text = _string(node)
+        if text is not None:
+            return "cpu" if text.startswith("cpu") else ("cuda" if text.startswith(("cuda", "xpu")) else None)
+        if isinstance(node, cst.Call) and self.callee_name(node.func) == "torch.device":
+            args = _positional(node)
+            return self.device_of(args[0]) if args else None
+        if isinstance(node, cst.Attribute) and node.attr.value == "device":
+            storages = storages_of(self.ev(node.value))
+            return storages[0].device if storages else None
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "current_device":
+            return "cuda"
+        if isinstance(node, cst.Integer):
+            return "cuda"
+        return None
+
+    def torch_function(self, node: cst.Call, name: str, hint: Optional[str]):
+        values = self.args(node)
+        storages = [s for v in values for s in storages_of(v)]
+        out = _keyword(node, "out")
+        out_storages = storages_of(self.ev(out)) if out is not None else []
+        if out_storages:
+            self.tensor_op(node, reads=[s for s in storages if s not in out_storages], writes=out_storages)
+            return out_storages[0]
+        if not storages:
+            device_node = _keyword(node, "device")
+            # Only factories default to the CPU; `torch.stack([...])` of unknown values may be anywhere.
+            default = "cpu" if name.rsplit(".", 1)[-1] in api.HOST_FACTORIES else None
+            device = self.device_of(device_node) if device_node is not None else default
+            storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current, device=device)
+            if not storage.on_host:
+                op = self.i.emit(OpKind.ACCESS, node, writes=(storage,), qualname=name)
+                self.i.access(op, storage, "write")
+            return storage
+        short = name.rsplit(".", 1)[-1]
+        if short in ("chunk", "split", "unbind", "tensor_split"):
+            return TupleValue(tuple(storages[:1]))
+        if short in api.VIEW_METHODS or short in ("narrow", "select", "squeeze", "unsqueeze", "flatten"):
+            return storages[0]
+        return self.tensor_op(node, reads=storages, result_label=hint or "<expr>")
+
+    def collective(self, node: cst.Call, name: str):
+        values = [self.ev(arg.value) for arg in node.args if arg.keyword is None or arg.keyword.value in ("tensor", "output", "input", "tensor_list", "output_tensor", "input_tensor")]
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value not in ("tensor", "output", "input", "tensor_list", "output_tensor", "input_tensor"):
+                self.ev(arg.value)
+        storages = [s for v in values for s in storages_of(v)]
+        asynchronous = _is_true(_keyword(node, "async_op")) or name in api.ALWAYS_ASYNC_COLLECTIVES
+        outputs = storages[:1] if name in api.COLLECTIVE_OUTPUT_FIRST else []
+        inputs = [s for s in storages if s not in outputs]
+        for storage in storages:
+            # ProcessGroupNCCL records its tensors on its internal stream (or stashes them in the
+            # Work) until the collective completes: the allocator cannot reuse them early.
+            storage.root.recorded_streams.append(self.state.current)
+        if not asynchronous:
+            self.tensor_op(node, reads=inputs, writes=outputs)
+            return None
+        # The collective runs on an internal stream that waits for the current stream at the call.
+        i = self.i
+        current = self.state.current
+        # One internal stream per process group: collectives on a group run in issue order.
+        group = _keyword(node, "group")
+        group_text = i.model_code(group) if group is not None else "default group"
+        stream = StreamValue(f"collective:{group_text}", f"the process group's stream ({group_text})",
+                             "collective", node)
+        i.wait_stream(stream, current)
+        op = i.emit(OpKind.COLLECTIVE, node, stream=stream, reads=tuple(inputs), writes=tuple(outputs), qualname=name)
+        for storage in inputs:
+            storage.tensor = True
+            i.access(op, storage, "read")
+        for storage in outputs:
+            storage.tensor = True
+            i.access(op, storage, "write")
+        return WorkValue(stream, node)

@@ -1,0 +1,276 @@
+"""Methods on values the model knows: a stream's ``wait_stream``/``synchronize``, an event's
+``record``/``wait``/``elapsed_time``, a collective's ``work.wait()``, and a tensor's methods,
+copies and transfers (``copy_``, ``.to``, ``.cuda``, ``.cpu``, ``.pin_memory``). Part of
+:class:`~synclint.model.expressions.ExpressionEvaluator`, which mixes this in."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from synclint.model import api
+from synclint.model.call_args import (
+    _COMMON_TENSOR_METHODS,
+    _direction,
+    _is_dtype,
+    _is_true,
+    _keyword,
+    _positional,
+    mark_host,
+)
+from synclint.model.resolver import dotted
+from synclint.model.state import vc_join
+from synclint.model.timeline import CopyInfo, Op, OpKind
+from synclint.model.values import (
+    HOST,
+    EventValue,
+    Storage,
+    StreamValue,
+    TupleValue,
+    WorkValue,
+    storages_of,
+)
+
+
+class KnownValueMethods:
+    """Methods called on known streams, events, work handles and tensors; ``self`` is the
+    :class:`ExpressionEvaluator`."""
+
+    # -- methods on known values ---------------------------------------------------------------
+
+    def stream_method(self, node: cst.Call, stream: StreamValue, method: str):
+        i = self.i
+        positional = _positional(node)
+        values = self.args(node)
+        first = positional[0] if positional else None
+        if method == "wait_stream":
+            other = self.as_stream(first, values[0] if values else None)
+            op = i.emit(OpKind.WAIT_STREAM, node, stream=stream, target=other,
+                        arg_is_current_stream=self.is_current_stream_call(first))
+            if other is not None:
+                i.wait_stream(stream, other)
+            return HOST
+        if method == "wait_event":
+            event = self.as_event(first, values[0] if values else None) if first is not None else None
+            return self._wait_event(node, event, stream, explicit=True)
+        if method == "record_event":
+            event = self.as_event(first, values[0] if values else None) if first is not None else None
+            if event is None:
+                event = EventValue(f"event@{len(i.model.ops)}", "the recorded event", False, node)
+            op = i.emit(OpKind.RECORD_EVENT, node, stream=stream, event=event, target=stream)
+            i.record_event(event, stream, op)
+            return event
+        if method == "synchronize":
+            self.sync_stream(node, stream, "stream")
+            return HOST
+        if method == "query":
+            return HOST
+        return None
+
+    def _wait_event(self, node: cst.Call, event: Optional[EventValue], stream: StreamValue, explicit: bool):
+        i = self.i
+        state = i.event_state(event) if event is not None else None
+        if state is not None and state.stream is not None:
+            i.note_ordering(stream, state.stream)
+        i.emit(OpKind.WAIT_EVENT, node, stream=stream, event=event, target=stream if explicit else None,
+               recorded_by=state.recorded_by if state else ())
+        if state is not None:
+            current = self.state
+            current.vc[stream.key] = vc_join(current.stream_vc(stream.key), state.vc)
+        return HOST
+
+    def _event_sync(self, node: cst.Call, event: EventValue, kind: str) -> None:
+        state = self.i.event_state(event)
+        self.i.emit(OpKind.HOST_SYNC, node, event=event, sync_kind=kind,
+                    recorded_by=state.recorded_by if state else ())
+        if state is not None:
+            self.i.host_sees(state.vc)
+
+    def event_method(self, node: cst.Call, event: EventValue, method: str):
+        i = self.i
+        positional = _positional(node)
+        values = self.args(node)
+        first = positional[0] if positional else _keyword(node, "stream")
+        if method == "record":
+            stream = self.as_stream(first, values[0] if values else None) if first is not None else self.state.current
+            stream = stream or self.state.current
+            op = i.emit(OpKind.RECORD_EVENT, node, stream=stream, event=event,
+                        target=stream if first is not None else None,
+                        arg_is_current_stream=self.is_current_stream_call(first))
+            i.record_event(event, stream, op)
+            return HOST
+        if method == "wait":
+            stream = self.as_stream(first, values[0] if values else None) if first is not None else self.state.current
+            return self._wait_event(node, event, stream or self.state.current, explicit=first is not None)
+        if method == "synchronize":
+            self._event_sync(node, event, "event")
+            return HOST
+        if method == "query":
+            state = i.event_state(event)
+            i.emit(OpKind.EVENT_QUERY, node, event=event, recorded_by=state.recorded_by if state else ())
+            return HOST
+        if method == "elapsed_time":
+            end = self.as_event(first, values[0] if values else None) if first is not None else None
+            events = (event, end) if end is not None else (event,)
+            recorded: tuple = ()
+            for ev in events:
+                state = i.event_state(ev)
+                if state:
+                    recorded += state.recorded_by
+            i.emit(OpKind.ELAPSED_TIME, node, event=end or event, events=events, recorded_by=recorded)
+            return HOST
+        return None
+
+    def work_method(self, node: cst.Call, work: WorkValue, method: str):
+        self.args(node)
+        if method == "wait":
+            self.i.emit(OpKind.WORK_WAIT, node, target=work.stream)
+            self.i.wait_stream(self.state.current, work.stream)
+        return HOST
+
+    def tensor_method(self, node: cst.Call, receiver, method: str, hint: Optional[str]):
+        i = self.i
+        storages = storages_of(receiver)
+        if method in api.METADATA:
+            self.args(node)
+            self.mark_tensor(storages)
+            return HOST
+        if method in ("chunk", "split", "unbind", "tensor_split"):
+            self.args(node)
+            self.mark_tensor(storages)
+            return TupleValue(tuple(storages[:1]))
+        if method in api.VIEW_METHODS:
+            self.args(node)
+            self.mark_tensor(storages)
+            return receiver
+        if method == "record_stream":
+            positional = _positional(node)
+            values = self.args(node)
+            stream = self.as_stream(positional[0] if positional else None, values[0] if values else None)
+            i.emit(OpKind.RECORD_STREAM, node, reads=tuple(storages), target=stream,
+                   arg_is_current_stream=self.is_current_stream_call(positional[0] if positional else None))
+            self.mark_tensor(storages)
+            if stream is not None:
+                for storage in storages:
+                    storage.recorded_streams.append(stream)
+            return HOST
+        if method == "numpy" and node is self.stored_node and all(s.root.on_host for s in storages):
+            # `arr = t.numpy()` / `return t.numpy()`: a view of host memory, handed on; its values
+            # are read later by whoever uses the array (async copy helpers return exactly this,
+            # and their callers wait on an event first).
+            self.args(node)
+            self.mark_tensor(storages)
+            return None
+        if method in api.BLOCKING_READS:
+            self.args(node)
+            self.mark_tensor(storages)
+            self.blocking_read(node, storages)
+            return HOST
+        if method == "copy_":
+            return self.copy_into(node, storages)
+        if method in api.TRANSFER_METHODS:
+            return self.transfer(node, storages, method, hint)
+        if method == "wait" or method == "synchronize":
+            self.args(node)
+            return None
+        values = self.args(node)
+        arg_storages = [s for v in values for s in storages_of(v)]
+        if method.endswith("_") and not method.endswith("__"):
+            self.tensor_op(node, reads=arg_storages, writes=storages)
+            return receiver
+        out = _keyword(node, "out")
+        if out is not None:
+            out_storages = storages_of(self.ev(out))
+            self.tensor_op(node, reads=storages + arg_storages, writes=out_storages)
+            return out_storages[0] if out_storages else None
+        evidence = method in _COMMON_TENSOR_METHODS or any(s.tensor for s in storages)
+        return self.tensor_op(node, reads=storages + arg_storages, result_label=hint or "<expr>", evidence=evidence)
+
+    def copy_into(self, node: cst.Call, destinations: list[Storage]):
+        positional = _positional(node)
+        values = self.args(node)
+        sources = storages_of(values[0]) if values else []
+        non_blocking = _is_true(_keyword(node, "non_blocking")) or (
+            len(positional) > 1 and _is_true(positional[1])
+        )
+        dst = destinations[0]
+        src = sources[0] if sources else None
+        if src is not None and src.root.device is None and non_blocking and dst.root.device == "cuda":
+            mark_host(src)  # a non-blocking copy into device memory from a source of unknown kind
+        direction = _direction(src.device if src else None, dst.device)
+        self.mark_tensor(destinations + sources)
+        if direction == "h2h":
+            self.host_access(node, sources, "read") if sources else None
+            self.host_access(node, destinations, "write")
+            return dst
+        self._copy_op(node, src, dst, non_blocking, direction)
+        return dst
+
+    def _copy_op(self, node, src: Optional[Storage], dst: Storage, non_blocking: bool, direction: str) -> Op:
+        i = self.i
+        reads = (src,) if src is not None else ()
+        op = i.emit(OpKind.COPY, node, reads=reads, writes=(dst,),
+                    copy=CopyInfo(non_blocking, direction, src, dst))
+        if src is not None:
+            i.access(op, src, "read")
+        i.access(op, dst, "write")
+        if not non_blocking and direction in ("d2h", "h2d", "unknown") and (
+            direction == "d2h" or (src is not None and src.on_host)
+        ):
+            # A blocking copy returns once it is done (pageable H2D copies are staged first).
+            self.i.emit(OpKind.HOST_SYNC, node, target=op.stream, sync_kind="blocking-copy")
+            self.i.host_sees({op.stream.key: op.seq})
+        return op
+
+    def tensor_device(self, node: Optional[cst.BaseExpression]) -> bool:
+        """``other.device`` where ``other`` is a known tensor (not ``self.device``)."""
+        if not (isinstance(node, cst.Attribute) and node.attr.value == "device"):
+            return False
+        key = dotted(node.value)
+        return key is not None and bool(storages_of(self.state.env.get(key)))
+
+    def transfer(self, node: cst.Call, storages: list[Storage], method: str, hint: Optional[str]):
+        positional = _positional(node)
+        self.args(node)
+        src = storages[0]
+        self.mark_tensor(storages)
+        non_blocking = _is_true(_keyword(node, "non_blocking"))
+        target: Optional[str]
+        pinned = False
+        device_node = None
+        if method in ("cuda", "xpu"):
+            target = "cuda"
+        elif method == "cpu":
+            target = "cpu"
+        elif method == "pin_memory":
+            target, pinned = "cpu", True
+        elif method == "to":
+            device_node = _keyword(node, "device") or (positional[0] if positional else None)
+            target = self.device_of(device_node)
+            if target is None and device_node is not None:
+                if _is_dtype(device_node):
+                    target = src.device
+                elif src.on_host:
+                    target = "cuda"  # `.to(device)` from a CPU tensor is almost always an upload
+            if len(positional) > 1 and _is_true(positional[1]):
+                non_blocking = True
+        else:
+            target = src.device  # dtype conversion
+        if method == "pin_memory":
+            mark_host(src)  # only host memory can be pinned; nothing touches the GPU
+        elif src.device is None and (
+            (target == "cuda" and method in ("cuda", "xpu", "to"))
+            or (method == "to" and non_blocking and target is None and not self.tensor_device(device_node))
+        ):
+            # Uploading it (`.cuda()`, `.to("cuda")`, `.to(device, non_blocking=True)`): the source
+            # is host memory. Not `.to(other.device)`, which follows another tensor wherever it is.
+            mark_host(src)
+        direction = _direction(src.device, target)
+        result = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
+                                    device=target, pinned=pinned or None)
+        if direction == "h2h":
+            self.host_access(node, [src], "read")
+            return result
+        self._copy_op(node, src, result, non_blocking, direction)
+        return result
