@@ -247,7 +247,8 @@ class TreeIndex:
             sizes[parents[i]] += sizes[i]
         self.nodes, self.parents = nodes, parents
         self.ends = [i + size for i, size in enumerate(sizes)]
-        self.position: dict[cst.CSTNode, int] = {node: i for i, node in enumerate(nodes)}
+        # Keyed by id(): libcst nodes hash in Python, and the index keeps every node alive.
+        self.position: dict[int, int] = {id(node): i for i, node in enumerate(nodes)}
 
 
 #: The file being analysed: registered by the engine after parsing, indexed on the first walk.
@@ -266,7 +267,7 @@ def _locate(node: cst.CSTNode) -> tuple[TreeIndex, int] | None:
         return None
     if index is None:
         index = _registered[1] = TreeIndex(root)
-    i = index.position.get(node)
+    i = index.position.get(id(node))
     return None if i is None else (index, i)
 
 
