@@ -10,10 +10,24 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from functools import lru_cache
 from typing import Iterator
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def python_parse(text: str, path: str) -> tuple[ast.Module | None, SyntaxError | None]:
+    """CPython's syntax tree of ``text``, or its complaint: (tree, None) or (None, error). Both are
+    None for input CPython gives up on otherwise (too deep, too large, NUL bytes)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return compile(text, path, "exec", ast.PyCF_ONLY_AST), None
+    except SyntaxError as error:
+        return None, error
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        return None, None
 
 
 def iter_statements(tree: ast.AST) -> Iterator[ast.AST]:

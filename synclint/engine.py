@@ -10,16 +10,15 @@ small API used by tests, re-raises it so that a crashing rule fails loudly there
 
 from __future__ import annotations
 
-import ast
 import re
 import traceback
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import libcst as cst
 
+from synclint.astscan import python_parse
 from synclint.cstwalk import register
 from synclint.diagnostics import Diagnostic, Position, Span
 from synclint.rules.base import Rule, RuleContext
@@ -52,26 +51,13 @@ class Analysis:
 _LIBCST_AT = re.compile(r"error at (\d+):(\d+):\s*")
 
 
-def _python_syntax_error(source: str, path: str) -> SyntaxError | None:
-    """CPython's own complaint about ``source``: far more readable than the parser generator's
-    ("'(' was never closed" instead of "expected one of (, ), *, +, ..."), with its position."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(source, path, "exec", ast.PyCF_ONLY_AST)
-    except SyntaxError as error:
-        return error
-    except (ValueError, RecursionError, MemoryError, OverflowError):
-        return None
-    return None
-
-
 def syntax_error_diagnostic(
     path: str, error: cst.ParserSyntaxError, source: str | None = None
 ) -> Diagnostic:
-    """SYN001 with CPython's message and position when CPython rejects the file too, else
-    libcst's (a construct libcst cannot parse yet)."""
-    python_error = _python_syntax_error(source, path) if source is not None else None
+    """SYN001 with CPython's message and position when CPython rejects the file too (far more
+    readable than the parser generator's: "'(' was never closed" instead of "expected one of (, ),
+    *, +, ..."), else libcst's (a construct libcst cannot parse yet)."""
+    python_error = python_parse(source, path)[1] if source is not None else None
     if python_error is not None and python_error.lineno:
         line = max(1, python_error.lineno)
         column = max(1, python_error.offset or 1)

@@ -13,16 +13,15 @@ exit status 2) and the run goes on with the other files.
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import tokenize
-import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from synclint import catalogue
+from synclint.astscan import python_parse
 from synclint.diagnostics import Diagnostic, Position, Span
 from synclint.settings import AnalysisSettings
 from synclint.slicing import Check, Trigger, relevant_slice
@@ -182,33 +181,12 @@ def codes_that_may_fire(text: str, codes: frozenset[str]) -> frozenset[str] | No
     return frozenset(firing | (codes - in_table))
 
 
-def _ast_of(text: str, path: str) -> ast.Module | None:
-    """CPython's syntax tree of the file, or None when CPython rejects it (then libcst parses it,
-    so that SYN001 keeps libcst's exact message and position). Every file is compiled once."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return compile(text, path, "exec", ast.PyCF_ONLY_AST)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None
-
-
 def _syntax_checks(codes: frozenset[str]) -> dict[str, Check | None]:
+    """Each rule's ``syntax_check`` on CPython's (about ten times cheaper) tree: SYN302 needs a bare
+    ``x.to(...)``-like statement, so a file without one never reaches libcst for it."""
     from synclint.rules.registry import all_rules
 
     return {code: getattr(all_rules().get(code), "syntax_check", None) for code in codes}
-
-
-def _syntax_refined(tree: ast.Module, text: str, may_fire: frozenset[str]) -> frozenset[str]:
-    """Drop the rules whose ``syntax_check`` says the file's ``ast`` cannot hold what they look for.
-
-    CPython's parser is about ten times faster than libcst's, so a rule with a cheap syntactic
-    precondition (SYN302 needs a bare ``x.to(...)``-like statement) can rule a file out before libcst
-    ever sees it."""
-    checks = _syntax_checks(may_fire)
-    return frozenset(
-        code for code in may_fire if checks[code] is None or checks[code](tree, text)
-    )
 
 
 @dataclass(frozen=True)
@@ -228,18 +206,14 @@ def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
     if may_fire is None:
         return _Plan(None, codes, text)
     table = dict(_triggers_for(codes))
-    if not may_fire & table.keys():
-        if _ast_of(text, path) is None:
-            return _Plan(None, may_fire, text)
-        return _Plan(Analysis([], parsed=True), may_fire, text)
-    tree = _ast_of(text, path)
+    tree = python_parse(text, path)[0]  # every file is compiled once, for SYN001 if nothing else
     if tree is None:  # libcst parses it and reports SYN001 with its exact message
         return _Plan(None, may_fire, text)
-    may_fire = _syntax_refined(tree, text, may_fire)
+    checks = _syntax_checks(may_fire)
+    may_fire = frozenset(c for c in may_fire if checks[c] is None or checks[c](tree, text))
     firing = sorted(may_fire & table.keys())
     if not firing:
         return _Plan(Analysis([], parsed=True), may_fire, text)
-    checks = _syntax_checks(frozenset(firing))
     triggers = list({(table[code], checks[code]): None for code in firing})
     return _Plan(None, may_fire, relevant_slice(text, tree, triggers) or text)
 
