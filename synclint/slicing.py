@@ -84,7 +84,6 @@ class _Unit:
     start: int  # first line (a decorator's, for a decorated definition), 1-based
     end: int  # last line
     node: ast.stmt
-    text: str
     words: frozenset[str] = field(default_factory=frozenset)
     binds: frozenset[str] = field(default_factory=frozenset)  # module level: names it binds;
     # a definition: names imported inside it
@@ -147,17 +146,17 @@ def _bound_names(node: ast.stmt) -> frozenset[str]:
     return frozenset(names)
 
 
-def _imports_inside(node: ast.stmt, at_module_level: set[tuple[str, str]]) -> frozenset[str]:
+def _imports_inside(
+    node: ast.stmt, text: str, at_module_level: set[tuple[str, str]]
+) -> frozenset[str]:
     """Names imported inside a definition that module-level imports do not already bind the same
     way: synclint's import resolvers read imports at any depth, so a function's ``import
     torch.cuda as tc`` names ``tc`` for the whole file."""
+    if "import" not in text:
+        return frozenset()
     return frozenset(
         name for name, target, _ in _imports(node) if (name, target) not in at_module_level
     )
-
-
-def _definition_imports(text: str, node: ast.stmt, at_module_level: set) -> frozenset[str]:
-    return _imports_inside(node, at_module_level) if "import" in text else frozenset()
 
 
 def relevant_slice(
@@ -186,10 +185,9 @@ def relevant_slice(
                 start,
                 end,
                 node,
-                unit_text,
                 frozenset(_WORD.findall(unit_text)),
                 (
-                    _definition_imports(unit_text, node, at_module_level)
+                    _imports_inside(node, unit_text, at_module_level)
                     if definition
                     else _bound_names(node)
                 ),

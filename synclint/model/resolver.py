@@ -77,7 +77,8 @@ def nested_suites(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
 
 
 def _statements(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
-    """Every statement, at any depth (imports inside functions, ``if``/``try`` blocks count)."""
+    """Every statement, at any depth (imports inside functions, ``if``/``try`` blocks count; so
+    :mod:`synclint.slicing` keeps a function whose import names something relevant code uses)."""
     for stmt in body:
         yield stmt
         if isinstance(stmt, cst.BaseCompoundStatement):

@@ -75,7 +75,11 @@ class _Builder:
 
     def summarise(self, functions: list[cst.FunctionDef]) -> None:
         """Summarise the helpers something in the module calls; a second round only when a helper
-        turned out to synchronize (so a helper calling it is seen as synchronizing too)."""
+        turned out to synchronize (so a helper calling it is seen as synchronizing too).
+
+        A caller learns only these two facts of a helper: :mod:`synclint.slicing` relies on it
+        (it keeps the helpers relevant code names, not the callers of relevant code). Anything
+        more passed from one top-level definition to another must be taught to the slicer too."""
         text = self.source if self.source is not None else self.module.code
         called = [f for f in functions if text.count(f"{f.name.value}(") > 1]  # more than its `def`
         for round_ in range(2):
