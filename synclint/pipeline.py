@@ -83,34 +83,24 @@ def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
     return line, column
 
 
+def _undecodable(
+    path: str, line: int, column: int, message: str, encoding: str = "utf-8"
+) -> Decoded:
+    return Decoded(None, encoding, _point_diagnostic(path, line, column, message))
+
+
 def decode(data: bytes, path: str) -> Decoded:
     """Bytes to text, honouring a BOM and a PEP 263 coding line; problems become SYN001."""
     if b"\x00" in data:
         line, column = _byte_position(data, data.index(b"\x00"))
-        return Decoded(
-            None,
-            "utf-8",
-            _point_diagnostic(
-                path,
-                line,
-                column,
-                "file contains NUL bytes: this is not Python source (binary file?)",
-            ),
-        )
+        message = "file contains NUL bytes: this is not Python source (binary file?)"
+        return _undecodable(path, line, column, message)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         line = getattr(error, "lineno", None) or 1
-        return Decoded(
-            None,
-            "utf-8",
-            _point_diagnostic(
-                path,
-                line,
-                1,
-                f"invalid encoding declaration: {error.msg if hasattr(error, 'msg') else error}",
-            ),
-        )
+        reason = error.msg if hasattr(error, "msg") else error
+        return _undecodable(path, line, 1, f"invalid encoding declaration: {reason}")
     try:
         return Decoded(data.decode(encoding), encoding)
     except UnicodeDecodeError as error:
@@ -122,13 +112,8 @@ def decode(data: bytes, path: str) -> Decoded:
             if name == "UTF-8"
             else "fix the coding line or the file's bytes"
         )
-        return Decoded(
-            None,
-            encoding,
-            _point_diagnostic(
-                path, line, column, f"not valid {name}: byte 0x{byte} cannot be decoded; {hint}"
-            ),
-        )
+        message = f"not valid {name}: byte 0x{byte} cannot be decoded; {hint}"
+        return _undecodable(path, line, column, message, encoding)
 
 
 @lru_cache(maxsize=64)

@@ -135,32 +135,19 @@ def test_wheel_ships_the_rule_pages_and_works_installed(tmp_path):
     outside.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
-    where = subprocess.run(
-        [str(python), "-c", "import synclint; print(synclint.__file__)"],
-        capture_output=True,
-        text=True,
-        cwd=outside,
-        env=env,
-        check=True,
-    )
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        """A command of the fresh environment, run outside the checkout."""
+        return subprocess.run(
+            list(command), capture_output=True, text=True, cwd=outside, env=env, timeout=120
+        )
+
+    where = run(str(python), "-c", "import synclint; print(synclint.__file__)")
+    assert where.returncode == 0, where.stderr
     assert where.stdout.startswith(str(venv)), "the test must exercise the installed wheel"
-    page = subprocess.run(
-        [str(venv / "bin" / "synclint"), "rule", "SYN001"],
-        capture_output=True,
-        text=True,
-        cwd=outside,
-        env=env,
-        timeout=120,
-    )
+    page = run(str(venv / "bin" / "synclint"), "rule", "SYN001")
     assert page.returncode == 0, page.stderr
     assert page.stdout.startswith("# SYN001: syntax-error")
     (outside / "bad.py").write_text("x = (\n")
-    check = subprocess.run(
-        [str(venv / "bin" / "synclint"), "bad.py", "--no-cache"],
-        capture_output=True,
-        text=True,
-        cwd=outside,
-        env=env,
-        timeout=120,
-    )
+    check = run(str(venv / "bin" / "synclint"), "bad.py", "--no-cache")
     assert check.returncode == 1 and "SYN001" in check.stdout

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_rule_pages import SECTIONS
 
 from synclint.engine import lint_source
 from synclint.rules.registry import all_rules
@@ -73,15 +74,7 @@ def test_rule_page_examples(code: str) -> None:
     text = page.read_text(encoding="utf-8")
     assert text.startswith(f"# {code}: {all_rules()[code].name}\n")
     sections = re.findall(r"^## (.+)$", text, re.M)
-    assert sections == [
-        "What it does",
-        "Why is this bad?",
-        "Example",
-        "Use instead",
-        "Fix safety",
-        "Options",
-        "References",
-    ]
+    assert sections == SECTIONS
     example, use_instead = re.findall(r"```python\n(.*?)```", text, re.S)
     assert code in {d.code for d in lint_source(example)}
     assert code not in {d.code for d in lint_source(use_instead)}
