@@ -90,11 +90,12 @@ def run_rules(
     codes: Iterable[str],
     settings: AnalysisSettings,
     crashes: list[RuleCrash] | None = None,
+    parsed: str | None = None,
 ) -> list[Diagnostic]:
     """Run the selected (non-builtin) rules. A crash is appended to ``crashes`` when given,
-    else re-raised."""
+    else re-raised. ``parsed`` is the text ``module`` was parsed from when it is not ``source``."""
     rules = all_rules()
-    ctx = RuleContext(path, source, module, settings)
+    ctx = RuleContext(path, source, module, settings, parsed)
     found: list[Diagnostic] = []
     for code in sorted(set(codes)):
         rule_cls = rules.get(code)
@@ -178,7 +179,7 @@ def analyse(
         return Analysis(found, parsed=False)
     crashes: list[RuleCrash] = []
     register(module)
-    found = run_rules(path, source, module, selected, settings, crashes)
+    found = run_rules(path, source, module, selected, settings, crashes, parsed=sliced)
     return Analysis(found, crashes)
 
 

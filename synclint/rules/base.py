@@ -81,11 +81,15 @@ class RuleContext:
         source: str,
         module: cst.Module,
         settings: "AnalysisSettings",
+        parsed: str | None = None,
     ) -> None:
         self.path = path
         self.source = source
         self.module = module
         self.settings = settings
+        #: The text libcst parsed when it is not ``source``: the file with the definitions no rule
+        #: can report on blanked out (same lines and columns).
+        self.parsed = parsed
 
     @cached_property
     def model(self) -> "ModuleModel":
@@ -97,7 +101,8 @@ class RuleContext:
     def positions(self):
         from synclint.positions import PositionIndex
 
-        return PositionIndex(self.module, self.source)  # the source: no codegen of the module
+        # The texts: no codegen of the module to find where its statements are.
+        return PositionIndex(self.module, self.source, self.parsed)
 
     # -- helpers for rules ---------------------------------------------------------------------
 
