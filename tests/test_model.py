@@ -363,3 +363,13 @@ def test_in_loop_counts_the_functions_own_loops_only():
     )
     [create] = {id(op.node): op for op in ops(f, OpKind.CREATE_STREAM)}.values()
     assert create.inlined and not create.in_loop
+
+
+def test_exact_type_tests_in_the_model_see_every_instance():
+    """The model tests some node types with ``type(x) is cst.Name`` instead of ``isinstance`` (libcst's
+    classes are ABCs, slow to test against). That is the same test only while libcst defines no
+    subclass of them: check it, so an upgrade that adds one fails here instead of analysing less."""
+    exact = [cst.Name, cst.Attribute, cst.Call, cst.Tuple, cst.List, cst.ListComp,
+             cst.UnaryOperation, cst.Not, cst.BinaryOperation, cst.SimpleStatementLine,
+             cst.Import, cst.ImportFrom, cst.Integer, cst.Float, cst.SimpleString]
+    assert [c.__name__ for c in exact if c.__subclasses__()] == []

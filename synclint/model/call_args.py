@@ -54,7 +54,7 @@ def _positional(call: cst.Call) -> list[cst.BaseExpression]:
 
 
 def _is_true(node: Optional[cst.BaseExpression]) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
+    return type(node) is cst.Name and node.value == "True"
 
 
 def _literal_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
@@ -82,9 +82,10 @@ def _narrow(value):
 
 def _sequence_expr(node: cst.BaseExpression) -> bool:
     """A list or tuple display, comprehension, or arithmetic on them (`[x] * n`, `xs + [y]`)."""
-    if isinstance(node, (cst.List, cst.Tuple, cst.ListComp)):
+    kind = type(node)
+    if kind is cst.List or kind is cst.Tuple or kind is cst.ListComp:
         return True
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply)):
+    if kind is cst.BinaryOperation and isinstance(node.operator, (cst.Add, cst.Multiply)):
         return _sequence_expr(node.left) or _sequence_expr(node.right)
     return False
 

@@ -59,12 +59,12 @@ class CallSemantics:
         if self.i.resolver.is_wrapper_call(node):
             return ModuleRef("torch.cuda")  # `acc = get_accelerator()` then `acc.Stream()`
         func = node.func
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             receiver = _narrow(self.ev(func.value))
             method = func.attr.value
             if isinstance(receiver, ModuleRef):
                 return self.qualified_call(node, canonical(f"{receiver.qualname}.{method}"), hint)
-            if receiver is None and isinstance(func.value, cst.Call) and self.i.resolver.is_wrapper_call(func.value):
+            if receiver is None and type(func.value) is cst.Call and self.i.resolver.is_wrapper_call(func.value):
                 return self.qualified_call(node, f"torch.cuda.{method}", hint)
             if isinstance(receiver, StreamValue):
                 return self.stream_method(node, receiver, method)

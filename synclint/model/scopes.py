@@ -289,7 +289,7 @@ class _ClassFacts(cst.CSTVisitor):
 
 
 def _is_self_attr(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+    return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"
 
 
 

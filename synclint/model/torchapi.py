@@ -105,9 +105,10 @@ class ImportResolver:
         return self._resolve(node, self.aliases)
 
     def _resolve(self, node: cst.BaseExpression, aliases: dict[str, str]) -> str | None:
-        if isinstance(node, cst.Name):
+        kind = type(node)  # exact: libcst's classes are ABCs, slow to isinstance() against
+        if kind is cst.Name:
             return aliases.get(node.value)
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             base = self._resolve(node.value, aliases)
             return f"{base}.{node.attr.value}" if base else None
         if isinstance(node, cst.Call):
