@@ -26,6 +26,8 @@ from __future__ import annotations
 import inspect
 import re
 import weakref
+from bisect import bisect_left
+from itertools import chain
 from typing import Callable, Iterator
 
 import libcst as cst
@@ -157,13 +159,14 @@ class _Plan:
     class appears on every call, and a plan must cost little to build and nothing to keep. (It holds
     no handler: a handler may refer to its class, and the class would never be freed.)"""
 
-    __slots__ = ("libcst_only", "default_dispatch", "skip")
+    __slots__ = ("libcst_only", "default_dispatch", "skip", "handled")
 
     def __init__(self, visitor_type: type) -> None:
         base = cst.CSTVisitor
         self.skip: frozenset[type] = frozenset()
         self.default_dispatch = False
         self.libcst_only = True
+        self.handled: frozenset[str] = frozenset()  # node type names with a visit_ or leave_
         if not issubclass(visitor_type, base):
             return
         names = {
@@ -181,6 +184,7 @@ class _Plan:
         ):
             return  # per-attribute hooks: only libcst's own traversal calls them
         self.libcst_only = False
+        self.handled = frozenset(name.split("_", 1)[1] for name in own)
         self.default_dispatch = (
             visitor_type.on_visit is base.on_visit and visitor_type.on_leave is base.on_leave
         )
@@ -225,7 +229,7 @@ class TreeIndex:
     function's bindings, parents for positions); listing a node's children is most of a walk's cost,
     and here it is paid once. A walk is then a loop over a slice of one list."""
 
-    __slots__ = ("nodes", "ends", "parents", "position")
+    __slots__ = ("nodes", "ends", "parents", "position", "_by_type")
 
     def __init__(self, root: cst.CSTNode) -> None:
         nodes: list[cst.CSTNode] = []
@@ -249,6 +253,20 @@ class TreeIndex:
         self.ends = [i + size for i, size in enumerate(sizes)]
         # Keyed by id(): libcst nodes hash in Python, and the index keeps every node alive.
         self.position: dict[int, int] = {id(node): i for i, node in enumerate(nodes)}
+        self._by_type: dict[type, list[int]] | None = None
+
+    def by_type(self) -> dict[type, list[int]]:
+        """The positions of each node type, ascending (built on first use)."""
+        if self._by_type is None:
+            by_type: dict[type, list[int]] = {}
+            for i, node in enumerate(self.nodes):
+                positions = by_type.get(node.__class__)
+                if positions is None:
+                    by_type[node.__class__] = [i]
+                else:
+                    positions.append(i)
+            self._by_type = by_type
+        return self._by_type
 
 
 #: The file being analysed: registered by the engine after parsing, indexed on the first walk.
@@ -279,35 +297,51 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     elif plan.default_dispatch:
         located = _locate(node) if plan.skip is TRIVIA else None
         if located is not None:
-            _walk_indexed(located[0], located[1], visitor)
+            _walk_indexed(located[0], located[1], visitor, plan.handled)
         else:
             _walk_dispatching(node, visitor, plan)
     else:
         _walk_generic(node, visitor)
 
 
-def _walk_indexed(index: TreeIndex, start: int, visitor: cst.CSTVisitor) -> None:
-    """:func:`_walk_dispatching` over an index: the same calls in the same order."""
+def _walk_indexed(
+    index: TreeIndex, start: int, visitor: cst.CSTVisitor, handled: frozenset[str]
+) -> None:
+    """:func:`_walk_dispatching` over an index: the same calls in the same order.
+
+    Only the nodes of the types the visitor handles are looked at (most visitors handle two or
+    three of libcst's hundred node types): their positions, merged in pre-order, are where
+    anything happens; a node's ``leave`` is due before the first position past its subtree."""
     visitor_type = type(visitor)
     nodes, ends = index.nodes, index.ends
+    stop = ends[start]
     handlers: dict[type, _Handlers] = {}
+    runs: list[list[int]] = []
+    for node_type, positions in index.by_type().items():
+        if node_type.__name__ not in handled:
+            continue
+        found = _handlers(handlers, visitor_type, node_type)
+        if found[0] is None and found[1] is None:
+            continue
+        low = bisect_left(positions, start)
+        high = bisect_left(positions, stop, low)
+        if low < high:
+            runs.append(positions[low:high])
+    order = runs[0] if len(runs) == 1 else sorted(chain.from_iterable(runs))
     leaving: list = []  # (end of subtree, leave handler, node), innermost last
-    i, stop = start, ends[start]
-    while i < stop:
+    skip_until = -1
+    for i in order:
+        if i < skip_until:
+            continue  # inside a subtree whose visit returned False
         while leaving and leaving[-1][0] <= i:
             _, on_leave, done = leaving.pop()
             on_leave(visitor, done)
         node = nodes[i]
-        found = handlers.get(node.__class__)
-        if found is None:
-            found = _handlers(handlers, visitor_type, node.__class__)
-        on_visit, on_leave = found
+        on_visit, on_leave = handlers[node.__class__]
         if on_leave is not None:
             leaving.append((ends[i], on_leave, node))
         if on_visit is not None and on_visit(visitor, node) is False:
-            i = ends[i]
-        else:
-            i += 1
+            skip_until = ends[i]
     while leaving:
         _, on_leave, done = leaving.pop()
         on_leave(visitor, done)
