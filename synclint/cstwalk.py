@@ -227,7 +227,8 @@ class TreeIndex:
 
     Why: the rules and the model walk the same file many times (imports, calls, classes, each
     function's bindings, parents for positions); listing a node's children is most of a walk's cost,
-    and here it is paid once. A walk is then a loop over a slice of one list."""
+    and here it is paid once. A walk then looks only at the positions of the node types its visitor
+    handles (:meth:`by_type`), within its subtree's slice of the list."""
 
     __slots__ = ("nodes", "ends", "parents", "position", "_by_type")
 
@@ -320,9 +321,7 @@ def _walk_indexed(
     for node_type, positions in index.by_type().items():
         if node_type.__name__ not in handled:
             continue
-        found = _handlers(handlers, visitor_type, node_type)
-        if found[0] is None and found[1] is None:
-            continue
+        _handlers(handlers, visitor_type, node_type)  # fills handlers[node_type]
         low = bisect_left(positions, start)
         high = bisect_left(positions, stop, low)
         if low < high:

@@ -39,7 +39,8 @@ class PositionIndex:
     """Positions of the nodes of one parsed module.
 
     A rule asks for a handful of spans per file, but libcst's ``PositionProvider`` regenerates the
-    whole module to give every node its range: on DeepSpeed that cost a tenth of a cold run. So
+    whole module to give every node its range: on DeepSpeed, whose findings sit in 5,000-line files,
+    that was 0.5 of the 7 CPU-seconds of a cold run. So
     ranges are computed per *unit*: the top-level statement holding the node or, inside a class,
     the statement of the class body (a method). Its code is regenerated alone, with the
     indentation of the class body, which yields the same tokens and columns as in the whole file;
@@ -72,12 +73,12 @@ class PositionIndex:
 
     def _compute(self, node: cst.CSTNode) -> None:
         unit, indents = self._unit(node)
-        if unit is not None and id(unit) not in self._done and not self._whole:
-            self._done.add(id(unit))
-            if self._unit_ranges(unit, indents):
-                if node in self._ranges:
-                    return
-        self._whole_module()
+        if unit is None or id(unit) in self._done or self._whole:
+            self._whole_module()
+            return
+        self._done.add(id(unit))
+        if not self._unit_ranges(unit, indents) or node not in self._ranges:
+            self._whole_module()
 
     def _unit(self, node: cst.CSTNode) -> tuple[cst.CSTNode | None, list[str]]:
         """The statement whose code is regenerated for ``node``, and the indentation inside

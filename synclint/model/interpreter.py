@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Optional
 import libcst as cst
 
 from synclint.model.inlining import return_from_inline
-from synclint.model.resolver import ImportResolver, dotted
+from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
 from synclint.model.state import EventState, State, alternatives, join, vc_join
 from synclint.model.timeline import (
     Access,
@@ -66,10 +66,6 @@ def _holds_work(value) -> bool:
     return any(isinstance(v, WorkValue) for v in values)
 
 
-def _is_self_attribute(node: cst.CSTNode) -> bool:
-    return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"
-
-
 class FunctionSummary:
     """What calling a module-level helper does, as far as streams are concerned."""
 
@@ -110,8 +106,8 @@ class Interpreter:
         self.graph_depth = 0
         self.params: set[str] = set()
         self.flag_params: set[str] = set()
-        #: Source text of the `if` tests enclosing the current statement (see `st_Assert`).
-        self.guards: list[cst.BaseExpression] = []  # the `if` tests around the current statement
+        #: The `if` tests enclosing the current statement (their text only if `st_Assert` asks).
+        self.guards: list[cst.BaseExpression] = []
         self._guard_code: dict[cst.BaseExpression, str] = {}
         #: Method names configured as synchronizing (`synchronizing-functions = ["Pool.store"]`).
         self.sync_methods = {name.rsplit(".", 1)[-1] for name in settings.synchronizing_functions if "." in name}
@@ -661,8 +657,8 @@ class Interpreter:
         # `if self.workers > 1:` / `if self.overlap:`: the object's configuration, fixed since
         # `__init__`; the other methods branch on it the same way.
         parts = [test.left, *(c.comparator for c in test.comparisons)] if isinstance(test, cst.Comparison) else [test]
-        return any(_is_self_attribute(p) for p in parts) and all(
-            _is_self_attribute(p) or isinstance(p, (cst.Integer, cst.Float, cst.SimpleString, cst.Name))
+        return any(is_self_attribute(p) for p in parts) and all(
+            is_self_attribute(p) or isinstance(p, (cst.Integer, cst.Float, cst.SimpleString, cst.Name))
             for p in parts
         )
 
@@ -736,7 +732,7 @@ class Interpreter:
 
         sources = [stmt.iter] + ([a.value for a in stmt.iter.args] if isinstance(stmt.iter, cst.Call) else [])
         if any(
-            (isinstance(n, cst.Name) and n.value in self.params) or _is_self_attribute(n) for n in sources
+            (isinstance(n, cst.Name) and n.value in self.params) or is_self_attribute(n) for n in sources
         ):
             # Elements of a parameter or of an attribute (`for t in tensors:`, `for op in
             # self.send_ops:`) were made before this call: the caller's values.

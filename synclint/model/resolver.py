@@ -59,6 +59,11 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def is_self_attribute(node: cst.CSTNode) -> bool:
+    """``self.x``."""
+    return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"
+
+
 def _module_name(node: cst.BaseExpression) -> str:
     name = dotted(node)
     return name or ""

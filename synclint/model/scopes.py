@@ -19,7 +19,7 @@ import libcst as cst
 
 from synclint.cstwalk import walk
 from synclint.model.interpreter import FunctionSummary, Interpreter
-from synclint.model.resolver import ImportResolver
+from synclint.model.resolver import ImportResolver, is_self_attribute
 from synclint.model.state import EventState
 from synclint.model.timeline import Access, FunctionModel, ModuleModel, OpKind
 from synclint.model.values import (
@@ -268,7 +268,7 @@ class _ClassFacts(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if self._method and _is_self_attr(func):
+        if self._method and is_self_attribute(func):
             self.calls.setdefault(self._method[0], set()).add(func.attr.value)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
@@ -281,15 +281,12 @@ class _ClassFacts(cst.CSTVisitor):
         self._targets(node.target)
 
     def _targets(self, target: cst.BaseExpression) -> None:
-        if _is_self_attr(target):
+        if is_self_attribute(target):
             self.assigned.add(target.attr.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._targets(element.value)
 
-
-def _is_self_attr(node: cst.CSTNode) -> bool:
-    return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"
 
 
 
