@@ -67,7 +67,10 @@ class Trigger(NamedTuple):
     requires: Patterns | None = None
 
     def passes(self, text: str, memo: dict, leave_out_requires: bool = False) -> bool:
-        if not any(word in text for word in self.words):
+        for word in self.words:  # a loop, not any(...): this runs ~100k times on a large tree
+            if word in text:
+                break
+        else:
             return False
         if self.pattern is not None and not _any(self.pattern, text, memo):
             return False
@@ -88,6 +91,7 @@ class _Unit:
     binds: frozenset[str] = field(default_factory=frozenset)  # module level: names it binds;
     # a definition: names imported inside it
     relevant: bool = False
+    index: int = 0  # in the module's body
 
 
 def _matches(text: str, node: ast.stmt, triggers: Sequence[tuple[Trigger, Check | None]]) -> bool:
@@ -164,9 +168,16 @@ def relevant_slice(
 ) -> str | None:
     """``text`` with the irrelevant top-level definitions blanked out, or None when every
     definition is relevant (then there is nothing to save)."""
-    lines = _LINE.findall(text)
-    if lines and lines[-1] == "":
-        lines.pop()
+    dropped = irrelevant_definitions(text, tree, triggers)
+    return blank(text, tree, dropped) if dropped else None
+
+
+def irrelevant_definitions(
+    text: str, tree: ast.Module, triggers: Sequence[tuple[Trigger, Check | None]]
+) -> frozenset[int]:
+    """Indices in ``tree.body`` of the top-level definitions no rule in ``triggers`` could report
+    on (see the module docstring); empty when every definition is relevant."""
+    lines = _split_lines(text)
     at_module_level = {
         (name, target)
         for node in tree.body
@@ -174,10 +185,8 @@ def relevant_slice(
         for name, target, _ in _imports(node)
     }
     units: list[_Unit] = []
-    for node in tree.body:
-        decorators = getattr(node, "decorator_list", ())
-        start = min([node.lineno, *(d.lineno for d in decorators)])
-        end = node.end_lineno or node.lineno
+    for index, node in enumerate(tree.body):
+        start, end = _extent(node)
         unit_text = "".join(lines[start - 1 : end])
         definition = isinstance(node, _DEFINITIONS)
         units.append(
@@ -196,11 +205,12 @@ def relevant_slice(
                     if definition
                     else _binds_relevant(unit_text, triggers)
                 ),
+                index,
             )
         )
     definitions = [u for u in units if isinstance(u.node, _DEFINITIONS)]
     if not definitions or all(u.relevant for u in definitions):
-        return None
+        return frozenset()
     module_level = [u for u in units if not isinstance(u.node, _DEFINITIONS)]
     # Names bound by relevant module-level statements (aliases, globals): their users are relevant.
     names = {name for unit in module_level if unit.relevant for name in unit.binds}
@@ -223,14 +233,33 @@ def relevant_slice(
             if unit.words & names or helper or unit.binds & mentioned:
                 unit.relevant = changed = True
                 mentioned |= unit.words
-    dropped = [u for u in definitions if not u.relevant]
-    if not dropped:
-        return None
-    for unit in dropped:
-        lines[unit.start - 1] = "pass" + _ending(lines[unit.start - 1])
-        for number in range(unit.start, unit.end):
+    return frozenset(u.index for u in definitions if not u.relevant)
+
+
+def blank(text: str, tree: ast.Module, dropped: frozenset[int]) -> str:
+    """``text`` with each statement ``tree.body[i]`` (``i`` in ``dropped``) replaced by ``pass``
+    on its first line and empty lines after it: line numbers and columns do not move."""
+    lines = _split_lines(text)
+    for index in dropped:
+        start, end = _extent(tree.body[index])
+        lines[start - 1] = "pass" + _ending(lines[start - 1])
+        for number in range(start, end):
             lines[number] = _ending(lines[number])
     return "".join(lines)
+
+
+def _split_lines(text: str) -> list[str]:
+    lines = _LINE.findall(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _extent(node: ast.stmt) -> tuple[int, int]:
+    """First line (a decorator's, for a decorated definition) and last line of ``node``."""
+    decorators = getattr(node, "decorator_list", ())
+    start = min([node.lineno, *(d.lineno for d in decorators)])
+    return start, node.end_lineno or node.lineno
 
 
 def _ending(line: str) -> str:
