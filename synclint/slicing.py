@@ -84,14 +84,12 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass
 class _Unit:
-    start: int  # first line (a decorator's, for a decorated definition), 1-based
-    end: int  # last line
+    index: int  # in the module's body
     node: ast.stmt
     words: frozenset[str] = field(default_factory=frozenset)
     binds: frozenset[str] = field(default_factory=frozenset)  # module level: names it binds;
     # a definition: names imported inside it
     relevant: bool = False
-    index: int = 0  # in the module's body
 
 
 def _matches(text: str, node: ast.stmt, triggers: Sequence[tuple[Trigger, Check | None]]) -> bool:
@@ -191,8 +189,7 @@ def irrelevant_definitions(
         definition = isinstance(node, _DEFINITIONS)
         units.append(
             _Unit(
-                start,
-                end,
+                index,
                 node,
                 frozenset(_WORD.findall(unit_text)),
                 (
@@ -205,7 +202,6 @@ def irrelevant_definitions(
                     if definition
                     else _binds_relevant(unit_text, triggers)
                 ),
-                index,
             )
         )
     definitions = [u for u in units if isinstance(u.node, _DEFINITIONS)]
