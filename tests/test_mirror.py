@@ -17,6 +17,7 @@ import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from synclint.cstwalk import _all_subclasses
 from synclint.mirror import Unsupported, mirror_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,14 +28,7 @@ CORPORA = ROOT / "corpora"
 
 
 def _subclasses(*bases: type) -> set[type]:
-    found: set[type] = set()
-    stack = list(bases)
-    while stack:
-        cls = stack.pop()
-        if cls not in found:
-            found.add(cls)
-            stack.extend(cls.__subclasses__())
-    return found
+    return _all_subclasses(bases)
 
 
 #: Pure syntax trivia: any value of these types compares equal to any other (and to a sentinel).
