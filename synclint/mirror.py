@@ -35,7 +35,7 @@ from collections.abc import Callable, Collection
 
 import libcst as cst
 
-__all__ = ["Unsupported", "mirror_module"]
+__all__ = ["SourceText", "Unsupported", "mirror_module"]
 
 
 class Unsupported(Exception):
@@ -273,7 +273,7 @@ _NUMBER_START = frozenset("0123456789.")
 class _Source:
     """``text`` by lines, with ``ast``'s UTF-8 columns turned into string indices."""
 
-    __slots__ = ("_encoded", "_starts", "ascii", "continued", "lines", "spellings", "text")
+    __slots__ = ("_encoded", "_starts", "ascii", "continued", "lines", "origins", "spellings", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -296,6 +296,8 @@ class _Source:
             )
         self._starts: list[int] | None = None
         self._encoded: dict[int, bytes] = {}
+        # When asked for (see mirror_module): the ast node each mirrored expression came from.
+        self.origins: dict | None = None
 
     def column(self, lineno: int, col: int) -> int:
         """The string index, in line ``lineno``, of the UTF-8 column ``col``."""
@@ -338,6 +340,9 @@ class _Source:
     def after(self, lineno: int, col: int) -> str:
         """The rest of line ``lineno`` from UTF-8 column ``col``."""
         return self.lines[lineno - 1][self.column(lineno, col) :]
+
+
+SourceText = _Source
 
 
 def _spellings(text: str) -> dict[str, str]:
@@ -596,15 +601,23 @@ def _stmt_while(src, node):
 
 def _stmt_try(src, node, handler=_ExceptHandler, make=_Try):
     handlers = [
-        handler(
-            _suite(src, h.body),
-            None if h.type is None else _expr(src, h.type),
-            _as_name(h.name),
-        )
+        handler(_suite(src, h.body), _exception_type(src, h.type), _as_name(h.name))
         for h in node.handlers
     ]
     finalbody = _Finally(_suite(src, node.finalbody)) if node.finalbody else None
     return make(_suite(src, node.body), handlers, _orelse(src, node.orelse), finalbody)
+
+
+def _exception_type(src: _Source, node: ast.expr | None):
+    if node is None:
+        return None
+    if node.__class__ is ast.Tuple and node.elts:
+        first = node.elts[0]
+        if first.lineno == node.lineno and first.col_offset == node.col_offset:
+            # `except A, B:` (Python 3.14, PEP 758): libcst cannot parse it, and the ordinary run
+            # must be the one to say so.
+            raise Unsupported("exception types without parentheses")
+    return _expr(src, node)
 
 
 def _stmt_try_star(src, node):
@@ -724,7 +737,10 @@ def _expr_call(src, node):
 
 
 def _expr(src: _Source, node: ast.expr):
-    return _EXPRESSIONS[node.__class__](src, node)
+    made = _EXPRESSIONS[node.__class__](src, node)
+    if src.origins is not None:
+        src.origins[made] = node
+    return made
 
 
 def _expr_name(src, node):
@@ -846,9 +862,13 @@ def _expr_dict_comp(src, node):
 def _expr_subscript(src, node):
     index = node.slice
     if index.__class__ is ast.Tuple and _bare_tuple(src, index):
-        elements = [_SubscriptElement(_subscript_slice(src, e)) for e in index.elts]
+        parts = index.elts
     else:
-        elements = [_SubscriptElement(_subscript_slice(src, index))]
+        parts = [index]
+    elements = [_SubscriptElement(_subscript_slice(src, e)) for e in parts]
+    if src.origins is not None:  # an element: its slice, the next one (or None), the subscript
+        for i, element in enumerate(elements):
+            src.origins[element] = (parts[i], parts[i + 1] if i + 1 < len(parts) else None, node)
     return _Subscript(_expr(src, node.value), elements)
 
 
@@ -1090,11 +1110,15 @@ def _expr_joined_str(src, node):
     text = src.span(node)
     fields = iter([v for v in node.values if v.__class__ is ast.FormattedValue])
     parts = []
-    for start, body, close, end, f_parts in _pieces(text):
-        if f_parts is None:
-            parts.append(_SimpleString(text[start:end]))
-        else:
-            parts.append(_formatted(src, f_parts, fields, text[start:body], text[close:end]))
+    origins, src.origins = src.origins, None  # positions inside f-strings are not reliable
+    try:
+        for start, body, close, end, f_parts in _pieces(text):
+            if f_parts is None:
+                parts.append(_SimpleString(text[start:end]))
+            else:
+                parts.append(_formatted(src, f_parts, fields, text[start:body], text[close:end]))
+    finally:
+        src.origins = origins
     if next(fields, None) is not None:
         raise Unsupported("f-string fields do not match the source")
     return parts[0] if len(parts) == 1 else _concatenate(parts)
@@ -1180,11 +1204,16 @@ _EXPRESSIONS = _Table(
 # --- the module -----------------------------------------------------------------------------------
 
 
-def mirror_module(tree: ast.Module, text: str, dropped: Collection[int] = ()) -> cst.Module:
+def mirror_module(
+    tree: ast.Module, text: str, dropped: Collection[int] = (), source: SourceText | None = None
+) -> cst.Module:
     """`tree` is `compile(text, path, "exec", ast.PyCF_ONLY_AST)` of `text` (a str, lines ending in
     \\n, \\r\\n or \\r). Statements tree.body[i] for i in `dropped` are replaced by a `pass`
-    statement (SimpleStatementLine([Pass()]))."""
-    src = _Source(text)
+    statement (SimpleStatementLine([Pass()])). Given a ``source`` (a :class:`SourceText` of
+    ``text`` whose ``origins`` is a dict), the mirror records in it the ``ast`` node of every
+    expression it builds (and, for each subscript element, its slice, the next slice or None, and
+    the subscript), so that a node's source text can be found again."""
+    src = _Source(text) if source is None else source
     if dropped and not isinstance(dropped, (set, frozenset, dict)):
         dropped = frozenset(dropped)
     try:

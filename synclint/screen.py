@@ -5,14 +5,19 @@ libcst (about 70 µs a line, in its native parser) was the largest single cost o
 has already built every file's ``ast`` for the prefilter; :mod:`synclint.mirror` turns it into a
 tree of the same libcst node classes, shaped as libcst would shape it but without whitespace, in a
 fraction of the time. The model and the rules run on that tree unchanged, in a
-:class:`ScreenContext` that stops at the first sign of a finding: a rule building a diagnostic, or
-asking for a position, a line or a node's code (which rules do only to describe or fix something).
-Such a file, and any file where the screen cannot decide (a construct the mirror does not build, an
-exception anywhere), is linted again the ordinary way, on libcst's tree, so every reported
-diagnostic, position, message and fix is exactly what it was. A file the screen passes has no
-diagnostics, which is also what the ordinary run would find as long as the mirror has libcst's
-shape; ``tests/test_mirror.py`` checks that shape on fixtures, generated programs and (when fetched)
-real projects, and ``tests/test_screen.py`` checks that screening never changes a result.
+:class:`ScreenContext` that stops at the first sign of a finding: a rule building a diagnostic or a
+fix, or asking for a position or a line (which rules do only to describe something). Where the
+model or a rule needs a node's code (conditions, slices and process groups are told apart by their
+text), :class:`SourceCode` cuts it from the source, exactly as libcst's ``code_for_node`` would
+print it, or, where it cannot be sure of that, stops the screen too.
+
+A stopped screen, and any file where the screen cannot decide (a construct the mirror does not
+build, an exception anywhere), means the file is linted again the ordinary way, on libcst's tree, so
+every reported diagnostic, position, message and fix is exactly what it was. A file the screen
+passes has no diagnostics, which is also what the ordinary run would find as long as the mirror has
+libcst's shape and the code is libcst's: ``tests/test_mirror.py`` checks the shape, and
+``tests/test_screen_code.py`` the code, on fixtures, generated programs and (when fetched) real
+projects; ``tests/test_screen.py`` checks that screening never changes a result.
 
 Files with suppression comments always take the ordinary way (SYN002 needs to know which
 suppressions were used).
@@ -21,10 +26,12 @@ suppressions were used).
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from collections.abc import Iterable
 
 import libcst as cst
 
+from synclint.mirror import SourceText
+from synclint.mirror_code import SourceCode
 from synclint.rules.base import RuleContext
 from synclint.settings import AnalysisSettings
 
@@ -36,18 +43,26 @@ class Flagged(BaseException):
 
 
 class _ScreenModule(cst.Module):
-    """A mirrored module whose nodes' code may not be asked for.
+    """A mirrored module whose nodes' code is their exact source text, or a :class:`Flagged`.
 
     The model compares the code of nodes to tell conditions, slices and process groups apart
-    (``assert not cond`` against ``if cond:``). Printed from the mirror, which keeps neither
-    parentheses nor spacing, that code would make different source texts equal (``(a + b) * c``
-    prints as ``a + b * c``), so the screen could disagree with the ordinary run: a file that needs
-    it is not screened."""
+    (``assert not cond`` against ``if cond:``), and some rules read it before they decide. The
+    mirror keeps neither parentheses nor spacing, so printing its nodes would make different source
+    texts equal (``(a + b) * c`` prints as ``a + b * c``) and the screen could disagree with the
+    ordinary run. Instead the code of a node is cut from the source, where :class:`SourceCode` can
+    prove that the cut is what libcst's ``code_for_node`` returns; anywhere else the screen gives
+    up on the file."""
 
     __slots__ = ()
 
     def code_for_node(self, node: cst.CSTNode) -> str:
-        raise Flagged
+        text = _SOURCE_CODE[-1].code(node) if _SOURCE_CODE else None
+        if text is None:
+            raise Flagged
+        return text
+
+
+_SOURCE_CODE: list[SourceCode] = []  # the file being screened (one at a time in a process)
 
 
 class ScreenContext(RuleContext):
@@ -63,9 +78,6 @@ class ScreenContext(RuleContext):
         raise Flagged
 
     def statement_lines(self, node):
-        raise Flagged
-
-    def code_for(self, node):
         raise Flagged
 
     def diagnostic(self, rule, node, message, related=(), fix=None, data=None):
@@ -92,8 +104,11 @@ def may_report(
     from synclint.mirror import mirror_module
     from synclint.rules.registry import all_rules
 
+    text = SourceText(source)
+    text.origins = {}
+    _SOURCE_CODE.append(SourceCode(text, tree))
     try:
-        module = mirror_module(tree, source, dropped)
+        module = mirror_module(tree, source, dropped, text)
         object.__setattr__(module, "__class__", _ScreenModule)  # same slots: a frozen dataclass
         register(module)
         ctx = ScreenContext(path, source, module, settings)
@@ -108,4 +123,5 @@ def may_report(
         return True
     finally:
         register(None)
+        _SOURCE_CODE.pop()
     return False

@@ -483,6 +483,18 @@ def test_unsupported(text):
         mirror_module(tree, text)
 
 
+def test_exception_types_without_parentheses_are_unsupported():
+    """``except A, B:`` (Python 3.14) is CPython's, not libcst's: the ordinary run must parse the
+    file and report that it cannot. Simulated on older Pythons by moving the tuple's start."""
+    text = "try:\n    pass\nexcept (A, B):\n    pass\n"
+    tree = python_ast(text)
+    mirror_module(tree, text)  # parenthesised: fine
+    types = tree.body[0].handlers[0].type
+    types.col_offset = types.elts[0].col_offset
+    with pytest.raises(Unsupported):
+        mirror_module(tree, text)
+
+
 def test_deep_nesting_is_unsupported_or_right():
     text = "x = " + "(" * 150 + "1" + ")" * 150 + "\ny = " + " + ".join(["a"] * 3000) + "\n"
     assert check_or_unsupported(text) in (True, False)

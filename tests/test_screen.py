@@ -144,22 +144,38 @@ def test_dropped_definitions_are_not_analysed(dropped_name):
     assert _screened(text, "mixed.py") is False
 
 
-def test_a_file_whose_model_needs_node_code_takes_the_ordinary_way():
-    """The mirror prints without parentheses or spacing, so ``assert not (a and b)`` and
-    ``if a and b:`` would print alike there and not in libcst: the model's use of code ends the
-    screen."""
-    text = CLEAN_WITH_STREAMS + (
+def _exclusive(test: str, negated: str) -> str:
+    return CLEAN_WITH_STREAMS + (
         "\n\ndef exclusive(x, a, b):\n"
         "    side = torch.cuda.Stream()\n"
         "    side.wait_stream(torch.cuda.current_stream())\n"
-        "    if a and b:\n"
+        f"    if {test}:\n"
         "        with torch.cuda.stream(side):\n"
         "            x.add_(1)\n"
-        "    assert not (a and b)\n"
+        f"    assert not {negated}\n"
         "    return x * 2\n"
     )
-    assert _screened(text, "asserts.py") is True
-    on = lint_text(text, "asserts.py", EVERY_RULE, screen=True)
-    off = lint_text(text, "asserts.py", EVERY_RULE, screen=False)
-    assert on.diagnostics == off.diagnostics
-    assert [d.code for d in off.diagnostics] == ["SYN101"]  # libcst's texts differ: not excluded
+
+
+def test_node_code_comes_from_the_source():
+    """The model tells ``assert not cond`` from ``if cond:`` by their code. The mirror would print
+    ``(a and b)`` as ``a and b``; the screen cuts the code from the source as libcst prints it, so
+    it agrees with the ordinary run both ways: equal texts exclude the race (the file passes the
+    screen, with the model's use of code), different texts do not (the file is flagged)."""
+    same = _exclusive("(a and  b)", "(a and  b)")
+    assert lint_text(same, "same.py", EVERY_RULE, screen=False).diagnostics == []
+    assert _screened(same, "same.py") is False
+    differ = _exclusive("a and b", "(a and b)")
+    off = lint_text(differ, "differ.py", EVERY_RULE, screen=False)
+    assert [d.code for d in off.diagnostics] == ["SYN101"]  # libcst's texts differ
+    assert _screened(differ, "differ.py") is True
+    assert lint_text(differ, "differ.py", EVERY_RULE, screen=True).diagnostics == off.diagnostics
+    spacing = _exclusive("(a and b)", "(a and  b)")  # the mirror would print both alike
+    assert [d.code for d in lint_text(spacing, "s.py", EVERY_RULE).diagnostics] == ["SYN101"]
+
+
+def test_code_the_screen_cannot_be_sure_of_takes_the_ordinary_way(monkeypatch):
+    monkeypatch.setattr(screen.SourceCode, "code", lambda self, node: None)
+    text = _exclusive("(a and  b)", "(a and  b)")
+    assert _screened(text, "same.py") is True
+    assert lint_text(text, "same.py", EVERY_RULE).diagnostics == []
