@@ -13,6 +13,7 @@ exit status 2) and the run goes on with the other files.
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -24,7 +25,7 @@ from synclint import catalogue
 from synclint.astscan import python_parse
 from synclint.diagnostics import Diagnostic, Position, Span
 from synclint.settings import AnalysisSettings
-from synclint.slicing import Check, Trigger, relevant_slice
+from synclint.slicing import Check, Trigger, blank, irrelevant_definitions
 
 if TYPE_CHECKING:  # pragma: no cover
     from synclint.engine import Analysis
@@ -177,11 +178,15 @@ def _syntax_checks(codes: frozenset[str]) -> dict[str, Check | None]:
 @dataclass(frozen=True)
 class _Plan:
     """What the engine should do with a file: nothing (``analysis`` is already the answer), or
-    analyse ``text`` (the file, or its relevant slice) with ``codes``."""
+    analyse ``text`` (the file, or its relevant slice) with ``codes``. ``tree`` is CPython's tree
+    of the whole file and ``dropped`` the top-level statements the slice blanks (for the screen,
+    :mod:`synclint.screen`), when known."""
 
     analysis: Analysis | None
     codes: frozenset[str]
     text: str
+    tree: ast.Module | None = None
+    dropped: frozenset[int] = frozenset()
 
 
 def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
@@ -198,9 +203,11 @@ def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
     may_fire = frozenset(c for c in may_fire if checks[c] is None or checks[c](tree, text))
     firing = sorted(may_fire & table.keys())
     if not firing:
-        return _Plan(Analysis([], parsed=True), may_fire, text)
+        return _Plan(Analysis([], parsed=True), may_fire, text, tree)
     triggers = list({(table[code], checks[code]): None for code in firing})
-    return _Plan(None, may_fire, relevant_slice(text, tree, triggers) or text)
+    dropped = irrelevant_definitions(text, tree, triggers)
+    sliced = blank(text, tree, dropped) if dropped else text
+    return _Plan(None, may_fire, sliced, tree, dropped)
 
 
 def prefiltered(text: str, path: str, codes: frozenset[str]) -> Analysis | None:
@@ -213,12 +220,27 @@ def prefiltered(text: str, path: str, codes: frozenset[str]) -> Analysis | None:
 
 
 def lint_text(
-    text: str, path: str, file_settings: FileSettings, prefilter: bool = True
+    text: str,
+    path: str,
+    file_settings: FileSettings,
+    prefilter: bool = True,
+    screen: bool = True,
 ) -> FileResult:
-    """Lint decoded text: the engine, then suppressions and SYN002."""
+    """Lint decoded text: the engine, then suppressions and SYN002.
+
+    ``prefilter=False`` turns off every shortcut (trigger words, slicing, the screen), and
+    ``screen=False`` the screen alone: both must give the same diagnostics."""
     codes = file_settings.codes
     plan = _plan(text, path, codes) if prefilter else _Plan(None, codes, text)
     analysis = plan.analysis
+    directives = parse_directives(text)
+    if analysis is None and screen and plan.tree is not None and not directives:
+        from synclint.engine import Analysis
+        from synclint.screen import may_report
+
+        run = plan.codes or codes
+        if not may_report(path, text, plan.tree, plan.dropped, run, file_settings.settings):
+            analysis = Analysis([], parsed=True)
     if analysis is None:
         from synclint.engine import analyse
 
@@ -233,7 +255,6 @@ def lint_text(
             f"internal error: rule {crash.code} crashed on {path}: {crash.summary} "
             "(this is a synclint bug; please report it with the file)\n" + crash.traceback.rstrip()
         )
-    directives = parse_directives(text)
     known, _ = catalogue.codes()
     for line, code in unknown_codes(directives, known):
         result.warnings.append(

@@ -54,10 +54,12 @@ class _Builder:
         self.settings = settings
         self.summaries: dict[str, FunctionSummary] = {}
         self.result = ModuleModel()
+        self.interpreters: list[Interpreter] = []
 
     def interpreter(self, model: FunctionModel, counters: dict, attributes=None) -> Interpreter:
         interp = Interpreter(model, self.resolver, self.settings, self.summaries, counters, attributes)
         interp.model_code = self.module.code_for_node
+        self.interpreters.append(interp)
         return interp
 
     def build(self) -> ModuleModel:
@@ -69,6 +71,8 @@ class _Builder:
             self.run_function(function, name=function.name.value)
         for cls in classes:
             self.run_class(cls)
+        for interp in self.interpreters:
+            interp.close()
         return self.result
 
     # -- module-level helpers ----------------------------------------------------------------

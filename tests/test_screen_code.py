@@ -1,0 +1,192 @@
+"""The screen's node code (:class:`synclint.screen.SourceCode`) is libcst's ``code_for_node``.
+
+The model compares the code of nodes (conditions, slices, process groups) and some rules read it
+before they decide, so on a mirrored tree the screen cuts that code from the source. Wherever it
+gives an answer, the answer must be exactly libcst's, or a screened file could be passed that the
+ordinary run would report. Each test pairs the nodes of a mirrored tree with those of libcst's parse
+(the shapes are the same: ``tests/test_mirror.py``) and compares every answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import multiprocessing
+import sys
+import warnings
+from pathlib import Path
+
+import hypothesmith
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_mirror import TRIVIA, _fields
+
+from synclint.mirror import SourceText, Unsupported, mirror_module
+from synclint.mirror_code import SourceCode
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPORA = ROOT / "corpora"
+
+
+def _children(node: cst.CSTNode) -> list:
+    """The child nodes the mirror builds too, in field order (no whitespace, no punctuation)."""
+    if isinstance(node, cst.FormattedString):
+        return [p.expression for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
+    found = []
+    for name in _fields(type(node)):
+        value = getattr(node, name)
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, cst.CSTNode) and type(item) not in TRIVIA:
+                found.append(item)
+    return found
+
+
+def answers(text: str) -> tuple[int, int, list[str]] | None:
+    """(answered, refused, wrong answers) over every node of ``text``'s mirror that has an origin;
+    None when the mirror or a parser does not take ``text``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(text, "<test>", "exec", ast.PyCF_ONLY_AST)
+        parsed = cst.parse_module(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, cst.ParserSyntaxError):
+        return None
+    source = SourceText(text)
+    source.origins = {}
+    try:
+        mirrored = mirror_module(tree, text, (), source)
+    except Unsupported:
+        return None
+    code = SourceCode(source, tree)
+    answered = refused = 0
+    wrong: list[str] = []
+    stack = [(mirrored, parsed)]
+    while stack:
+        mine, theirs = stack.pop()
+        if type(mine) is not type(theirs):  # pragma: no cover - test_mirror reports these
+            wrong.append(f"shape: {type(mine).__name__} != {type(theirs).__name__}")
+            continue
+        if mine in code.origins:
+            got = code.code(mine)
+            if got is None:
+                refused += 1
+            else:
+                answered += 1
+                expected = parsed.code_for_node(theirs)
+                if got != expected:
+                    wrong.append(f"{type(theirs).__name__}: {got!r} != {expected!r}")
+        a, b = _children(mine), _children(theirs)
+        if len(a) != len(b):  # pragma: no cover
+            wrong.append(f"children of {type(mine).__name__}: {len(a)} != {len(b)}")
+            continue
+        stack.extend(zip(a, b))
+    return answered, refused, wrong
+
+
+CASES = {
+    "names_and_calls": "f(a, b=c)\nx.y(z)\nprint (x)\nobj[0](y)\nf(x)(y)\n",
+    "parenthesised": "x = (a)\ny = ((a + b)) * c\nz = not (a)\nif (a): pass\nw = [(a), (b)]\n",
+    "call_parentheses": "dist.all_reduce(t, group=group)\nf(g(x))\nclass A(B): pass\n",
+    "grouping": (
+        "assert (a\n        ), 'm'\nassert not (b and\n  c)\nx = ((d))\nf((e), k=(g))\n"
+        "def h() -> (int): return (i)\nwith (j):\n    pass\nfor (k) in (l): del (m)\n"
+        "n = lambda: (o)\np = {q: (r)}\ns[(t):(u), (v)]\nw = 'x'(y)\nz = a.b(c)\n"
+    ),
+    "keyword_before_parenthesis": "return_ = 1\nassert (x)\ndel (y)\nwhile (z): pass\nreturn_(x)\n",
+    "comments": "f(  # one (\n    a,  # two\n)\nx = (  # three\n    b\n)\ny = (\n    # four\n    c)\n",
+    "continuations": "x = a + \\\n    b\ny = (a \\\n  )\n",
+    "subscripts": (
+        "x[a , b]\nx[a,\n  # c\n  b]\nx[a ]\nx[:, 0:4]\nx[::2]\nx[(a), b]\nx[a, (b)]\n"
+        "x[a,]\nx[(a, b)]\nx[(a):b]\nx[*a]\nx[i + 1]\nx[\n    a:\n]\nx[a: , b]\n"
+    ),
+    "generators": "f(x for x in y)\nf((x for x in y))\ng(a, (x for x in y))\n",
+    "strings": "x = 'a' 'b'\ny = ('a'\n     'b')\nz = f'{a!r:>{w}}' + rb'\\x'\n",
+    "operators": "a if b else c\nlambda: (x)\n(x := 1)\nawait_ = [y async for y in z]\n",
+    "unicode": "x = '日本語'[0:1]; café = naïve(x)\nif (café): pass\n",
+    "decorators": "class A:\n    @mark(a, [\n        1,\n    ])\n    def f(self):\n        pass\n",
+    "crlf": "if (x):\r\n    y = (a +\r\n  b)\r\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cases(name):
+    result = answers(CASES[name])
+    assert result is not None
+    answered, _, wrong = result
+    assert not wrong
+    assert answered
+
+
+def test_parentheses_and_refusals():
+    """A node's own parentheses are part of its code, a call's are not; a generator in a call, a
+    trailing comma and a comment between ``(`` and the node get no answer (the file then takes
+    the ordinary way)."""
+    text = "x = (a)\nf(y for y in z)\nv[b,]\nw = c\nassert (d\n        ), 'm'\ng(e)\nh((  # c\n  k))\n"
+    source = SourceText(text)
+    source.origins = {}
+    tree = ast.parse(text)
+    module = mirror_module(tree, text, (), source)
+    code = SourceCode(source, tree)
+    lines = [line.body[0] for line in module.body]
+    assert code.code(lines[0].value) == "(a)"
+    assert code.code(lines[1].value.args[0].value) is None  # the generator
+    assert code.code(lines[2].value.slice[0]) is None  # `b,`
+    assert code.code(lines[3].value) == "c"
+    assert code.code(lines[4].test) == "(d\n        )"
+    assert code.code(lines[5].value.args[0].value) == "e"
+    assert code.code(lines[6].value.args[0].value) is None
+    assert code.code(module.body[0]) is None  # a statement: never asked, never answered
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for folder in ("fixtures", "examples") for p in (ROOT / folder).rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_repository_files(path):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        pytest.skip("not UTF-8")
+    result = answers(text)
+    if result is None:
+        pytest.skip("not taken by a parser or the mirror")
+    assert not result[2]
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(hypothesmith.from_node())
+def test_generated_programs(text):
+    result = answers(text)
+    if result is not None:
+        assert not result[2]
+
+
+def _corpus_file(path: Path):
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            text = handle.read()
+    except (UnicodeDecodeError, OSError):
+        return None
+    return answers(text)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CORPORA.is_dir(), reason="corpora/ not fetched")
+def test_corpora():
+    """Every answer on every corpus file is libcst's; most nodes get one."""
+    paths = sorted(CORPORA.rglob("*.py"))
+    context = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+    with context.Pool() as pool:
+        results = [r for r in pool.map(_corpus_file, paths, chunksize=8) if r is not None]
+    answered = sum(r[0] for r in results)
+    refused = sum(r[1] for r in results)
+    wrong = [w for r in results for w in r[2]]
+    print(f"\n{answered} answered, {refused} refused, {len(wrong)} wrong over {len(results)} files")
+    assert not wrong, "\n".join(sorted(set(wrong), key=len)[:30])
+    assert refused < answered / 10
