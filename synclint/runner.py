@@ -36,6 +36,14 @@ class Job:
 def run_job(job: Job) -> FileResult:
     """Lint (and maybe fix) one file; never raises."""
     try:
+        return _run_job(job)
+    finally:
+        if _collect_between_files and gc.get_count()[0] > GARBAGE_LIMIT:
+            gc.collect()
+
+
+def _run_job(job: Job) -> FileResult:
+    try:
         data = job.data if job.data is not None else Path(job.path).read_bytes()
     except OSError as error:
         return FileResult(
@@ -124,29 +132,43 @@ def _cache_hit(job: Job) -> FileResult | None:
         return None
 
 
-def tune_gc() -> None:
-    """Make Python's cyclic garbage collector run far less often while files are linted.
+#: With the collector paused, collect between two files once this many objects (net) were
+#: allocated since the last collection: the cyclic garbage a run can hold stays bounded.
+GARBAGE_LIMIT = 100_000
+_collect_between_files = False
 
-    Parsing builds hundreds of thousands of small container objects per file, and with the default
-    thresholds (a collection every 700 allocations, full ones as the heap grows) the collector
-    re-scans every live tree over and over: about a tenth to a fifth of a cold run. libcst trees have
-    no reference cycles and the model's few are short-lived, so rare collections lose almost nothing;
-    ``freeze`` also moves what imports allocated out of the collector's sight. Worker processes call
-    this once at start; a serial run uses :func:`_gc_tuned`, which puts everything back."""
+
+def tune_gc() -> None:
+    """Collect cyclic garbage between files, not while one is being linted.
+
+    Parsing builds hundreds of thousands of small container objects per file; an automatic
+    collection while they are alive re-scans them all, for nothing (they are not garbage yet):
+    with the default thresholds about a tenth to a fifth of a cold run. Nearly everything a file
+    leaves is freed by reference counting (libcst trees and ``ast`` trees hold no cycles; the
+    model breaks its own, :meth:`Interpreter.close`), so the collector is paused and
+    :func:`run_job` collects after a file when the objects allocated since the last collection
+    pass :data:`GARBAGE_LIMIT`, at a point where few are alive. ``freeze`` also moves what imports
+    allocated out of the collector's sight. Worker processes call this once at start; a serial
+    run uses :func:`_gc_tuned`, which puts everything back."""
+    global _collect_between_files
     gc.freeze()
-    gc.set_threshold(20_000, 50, 1_000)
+    gc.disable()
+    _collect_between_files = True
 
 
 @contextmanager
 def _gc_tuned():
     """:func:`tune_gc` for the duration of a serial run in this process (which may be a test
     session or an editor integration: leave its collector as it was)."""
-    before = gc.get_threshold()
+    global _collect_between_files
+    was_enabled = gc.isenabled()
     tune_gc()
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        _collect_between_files = False
+        if was_enabled:
+            gc.enable()
         gc.unfreeze()
 
 

@@ -421,16 +421,21 @@ class _ReturnCollector(cst.CSTVisitor):
         self.values.append(node.value)
 
 
+class _Calls(cst.CSTVisitor):
+    # At module level, like every visitor here: a class made inside a function is freed only by
+    # the cyclic collector, and would hold what its methods' closures hold (trees) until then.
+    def __init__(self) -> None:
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, call: cst.Call) -> None:
+        self.found.append(call)
+
+
 def iter_calls(node: cst.CSTNode) -> Iterable[cst.Call]:
     """Every call inside ``node``, in source order."""
-    found: list[cst.Call] = []
-
-    class _Calls(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            found.append(call)
-
-    walk(node, _Calls())
-    return found
+    calls = _Calls()
+    walk(node, calls)
+    return calls.found
 
 
 def build_parent_map(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:

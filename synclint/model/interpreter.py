@@ -126,6 +126,8 @@ class Interpreter:
         self.method_returns: dict[str, StreamValue] = {}
         self.returned_storages: list[Storage] = []
         self.synchronized = False
+        #: Storages whose ``alloc_op`` this interpreter set (cleared by :meth:`close`).
+        self.allocated: list[Storage] = []
         self.exprs = ExpressionEvaluator(self)
 
     # -- ops and clocks ----------------------------------------------------------------------------
@@ -205,6 +207,7 @@ class Interpreter:
             return access  # captured into a CUDA graph: recorded now, executed at replay
         if mode == "write" and storage.alloc_op is None and op.site.node is storage.alloc_node:
             storage.alloc_op = op.site
+            self.allocated.append(storage)
         for prev in self.state.history.get(storage.id, ()):
             if prev.stream.key == op.stream.key or (prev.mode == "read" and mode == "read"):
                 continue
@@ -851,11 +854,16 @@ class Interpreter:
         self.run_block(body)
 
     def close(self) -> None:
-        """Break the cycle between the interpreter and its expression evaluator (each points at the
-        other), so that reference counting frees the model's working state and the trees it holds
-        when a file is done, instead of the cyclic collector, whose passes over large live trees
-        cost a cold run a fifth of its time."""
+        """Break the model's reference cycles once it is built: the interpreter and its expression
+        evaluator point at each other, and a storage at the op that allocated it, which writes it
+        (``alloc_op`` is needed only while interpreting). Reference counting then frees the model
+        and the trees it holds when a file is done, and the cyclic collector, whose passes cost a
+        cold run up to a fifth of its time, can stay paused while files are linted
+        (:func:`synclint.runner.tune_gc`)."""
         self.exprs = None
+        for storage in self.allocated:
+            storage.alloc_op = None
+        self.allocated = []
 
     def finish(self) -> None:
         """Drop hazards on values with no evidence of being tensors (precision first)."""

@@ -22,15 +22,19 @@ from synclint.rules._common import functions
 from synclint.rules.base import FixKind, Rule, RuleContext
 
 
+class _Names(cst.CSTVisitor):
+    # At module level: a class made inside a function is cyclic garbage (tests/test_garbage.py).
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Name(self, name: cst.Name) -> None:
+        self.found.add(name.value)
+
+
 def _names(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-
-    class Collect(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            found.add(name.value)
-
-    walk(node, Collect())
-    return found
+    visitor = _Names()
+    walk(node, visitor)
+    return visitor.found
 
 
 class StreamCreatedInLoop(Rule):

@@ -73,13 +73,16 @@ def _plain(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name)
 
 
+class _BareCalls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.Expr] = []
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        if isinstance(node.value, cst.Call):
+            self.found.append(node)
+
+
 def _bare_calls(module: cst.Module) -> list[cst.Expr]:
-    found: list[cst.Expr] = []
-
-    class _Visitor(cst.CSTVisitor):
-        def visit_Expr(self, node: cst.Expr) -> None:
-            if isinstance(node.value, cst.Call):
-                found.append(node)
-
-    walk(module, _Visitor())
-    return found
+    visitor = _BareCalls()  # a module-level class: one made here would be cyclic garbage
+    walk(module, visitor)
+    return visitor.found

@@ -59,26 +59,9 @@ class SyncDuringGraphCapture(Rule):
                     )
 
     def _captured_regions(self, ctx: RuleContext) -> Iterator[cst.CSTNode]:
-        names = import_resolver(ctx)
-        found: list[cst.CSTNode] = []
-
-        class _Visitor(cst.CSTVisitor):
-            def visit_With(self, node: cst.With) -> None:
-                for item in node.items:
-                    if (
-                        isinstance(item.item, cst.Call)
-                        and names.qualname(item.item.func) in GRAPH_CONTEXTS
-                    ):
-                        found.append(node.body)
-
-            def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-                found.extend(_between_capture_calls(node.body))
-
-            def visit_Module(self, node: cst.Module) -> None:
-                found.extend(_between_capture_calls(node.body))
-
-        walk(ctx.module, _Visitor())
-        yield from found
+        visitor = _CapturedRegions(import_resolver(ctx))
+        walk(ctx.module, visitor)
+        yield from visitor.found
 
     def _synchronizes(self, ctx: RuleContext, call: cst.Call) -> str | None:
         names = import_resolver(ctx)
@@ -139,3 +122,26 @@ def _bare_method(statement: cst.CSTNode) -> str | None:
             if isinstance(func, cst.Attribute):
                 return func.attr.value
     return None
+
+
+class _CapturedRegions(cst.CSTVisitor):
+    """Blocks under a graph-capture context manager, and statements between capture calls. (A
+    module-level class: one made inside a method would be cyclic garbage holding the tree.)"""
+
+    def __init__(self, names) -> None:
+        self.names = names
+        self.found: list[cst.CSTNode] = []
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:
+            if (
+                isinstance(item.item, cst.Call)
+                and self.names.qualname(item.item.func) in GRAPH_CONTEXTS
+            ):
+                self.found.append(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.found.extend(_between_capture_calls(node.body))
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.found.extend(_between_capture_calls(node.body))
