@@ -34,6 +34,24 @@ def can_inline(interp: "Interpreter", name: str) -> bool:
     )
 
 
+class _HeldBy:
+    """The ids of the storages some values refer to (the caller's, at an inlined call), computed
+    on first use: most inlined methods end with no local storage to release, and then they are
+    never needed."""
+
+    __slots__ = ("_values", "_ids")
+
+    def __init__(self, values: list) -> None:
+        self._values = values
+        self._ids: set[int] | None = None
+
+    def __call__(self) -> set[int]:
+        if self._ids is None:
+            self._ids = {s.root.id for v in self._values for s in storages_of(v)}
+            self._values = []
+        return self._ids
+
+
 def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
     """Walk ``method`` at ``call``; return the value it returns (or None)."""
     exprs = interp.exprs
@@ -44,7 +62,7 @@ def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
         params = params[1:]
 
     caller_env = interp.state.env
-    held_by_caller = {s.root.id for v in caller_env.values() for s in storages_of(v)}
+    held_by_caller = _HeldBy(list(caller_env.values()))
     env = {k: v for k, v in caller_env.items() if k.startswith(("self.", "cls."))}
     names = set()
     for index, param in enumerate(params + list(method.params.kwonly_params)):
@@ -114,8 +132,7 @@ def return_from_inline(interp: "Interpreter", stmt: cst.Return) -> Optional[bool
     if not interp.inline_returns:
         return None
     value = interp.exprs.ev(stmt.value) if stmt.value is not None else None
-    keep = set(interp.inline_keep[-1]) | {s.root.id for s in storages_of(value)}
-    interp.release_locals(stmt, keep_ids=keep)
+    interp.release_locals(stmt, keep=storages_of(value), keep_ids=interp.inline_keep[-1])
     interp.inline_returns[-1].append((interp.state.copy(), value))
     interp.state.dead = True
     return True

@@ -121,7 +121,7 @@ class Interpreter:
         self.class_methods: dict[str, cst.FunctionDef] = {}
         self.inline_stack: list[str] = []
         self.inline_returns: list[list] = []
-        self.inline_keep: list[set] = []
+        self.inline_keep: list[Callable[[], set[int]]] = []  # see inlining._HeldBy
         #: Methods of the enclosing class known to return a tensor made on an attribute stream.
         self.method_returns: dict[str, StreamValue] = {}
         self.returned_storages: list[Storage] = []
@@ -334,21 +334,37 @@ class Interpreter:
         for storage in storages_of(value):
             storage.root.names.add(name)
 
-    def release_locals(self, node: cst.CSTNode, keep: Iterable[Storage] = (), keep_ids: Iterable[int] = ()) -> None:
-        kept = {s.root.id for s in keep} | set(keep_ids)
-        local_values = []
-        for name, value in self.state.env.items():
-            if "." in name:
-                kept.update(s.root.id for s in storages_of(value))  # still held by the object
-            else:
-                local_values.append(value)
+    def release_locals(
+        self,
+        node: cst.CSTNode,
+        keep: Iterable[Storage] = (),
+        keep_ids: Iterable[int] | Callable[[], Iterable[int]] = (),
+    ) -> None:
+        """Release the storages local names refer to, except those in ``keep`` or ``keep_ids``
+        (ids, or a function giving them: asked only when needed) and those an object attribute
+        still holds. The attributes and ``keep_ids`` are looked at only when some local storage is
+        left to release: in a method of a large class the environment is mostly ``self.`` names,
+        and most functions end with nothing to release."""
+        env = self.state.env
+        kept = {s.root.id for s in keep}
+        pending: list[Storage] = []
         seen: set[int] = set()
-        for value in local_values:
+        for name, value in env.items():
+            if "." in name:
+                continue
             for storage in storages_of(value):
                 storage = storage.root
-                if storage.id in kept or storage.id in seen:
-                    continue
-                seen.add(storage.id)
+                if storage.id not in kept and storage.id not in seen:
+                    seen.add(storage.id)
+                    pending.append(storage)
+        if not pending:
+            return
+        held = set(keep_ids() if callable(keep_ids) else keep_ids)
+        for name, value in env.items():
+            if "." in name:
+                held.update(s.root.id for s in storages_of(value))  # still held by the object
+        for storage in pending:
+            if storage.id not in held:
                 self.release(storage, node)
 
     # -- function entry -----------------------------------------------------------------------
