@@ -104,6 +104,12 @@ CASES = {
     "operators": "a if b else c\nlambda: (x)\n(x := 1)\nawait_ = [y async for y in z]\n",
     "unicode": "x = '日本語'[0:1]; café = naïve(x)\nif (café): pass\n",
     "decorators": "class A:\n    @mark(a, [\n        1,\n    ])\n    def f(self):\n        pass\n",
+    "indented_multiline": (
+        "class A:\n    def f(self):\n        x = g(\n            a,\n            # note\n\n"
+        "            b,\n  c)\n        if (y and\n                z):\n            pass\n"
+    ),
+    "tabs": "def f():\n\tx = g(\n\t\ta,\n\t)\n\treturn x\n",
+    "crlf_block": "def f():\r\n    return g(\r\n        a,\r\n    )\r\n",
     "crlf": "if (x):\r\n    y = (a +\r\n  b)\r\n",
 }
 
