@@ -16,7 +16,9 @@ libcst node classes:
   strings with their exact source text (read from ``text``: ``ast`` columns are UTF-8 offsets);
 * pure syntax trivia (whitespace, comments, commas, parentheses) is left at its default, so
   positions are not those of the source, and ``module.code_for_node`` works but prints default
-  spacing and no parentheses: ``(a + b) * c`` comes out as ``a + b * c``;
+  spacing and no parentheses: ``(a + b) * c`` comes out as ``a + b * c`` (given a
+  :class:`SourceText`, the mirror records where each expression came from, and
+  :mod:`synclint.mirror_code` cuts its exact code from the source instead);
 * identifiers are spelt as in the source (``ast`` normalises them with NFKC, libcst does not);
 * constructs it does not build (``match``, star annotations, an identifier spelt in two ways that
   NFKC merges, anything unexpected) raise :class:`Unsupported`: the caller parses with libcst.

@@ -37,8 +37,8 @@ from synclint.settings import AnalysisSettings
 
 
 class Flagged(BaseException):
-    """A rule is about to report something, or the model needs a node's code: the file needs the
-    ordinary run. (A BaseException, so that no ``except Exception`` in a rule or the model can
+    """A rule is about to report something, or asks for a node's code that :class:`SourceCode`
+    cannot give exactly: the file needs the ordinary run. (A BaseException, so that no ``except Exception`` in a rule or the model can
     swallow it.)"""
 
 
