@@ -277,7 +277,7 @@ class _Source:
 
     __slots__ = ("_encoded", "_starts", "ascii", "continued", "lines", "origins", "spellings", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, record_origins: bool = False) -> None:
         self.text = text
         if _OTHER_LINE_BREAKS.search(text) is None:
             self.lines = text.splitlines(True)
@@ -299,7 +299,7 @@ class _Source:
         self._starts: list[int] | None = None
         self._encoded: dict[int, bytes] = {}
         # When asked for (see mirror_module): the ast node each mirrored expression came from.
-        self.origins: dict | None = None
+        self.origins: dict | None = {} if record_origins else None
 
     def column(self, lineno: int, col: int) -> int:
         """The string index, in line ``lineno``, of the UTF-8 column ``col``."""
@@ -1212,7 +1212,7 @@ def mirror_module(
     """`tree` is `compile(text, path, "exec", ast.PyCF_ONLY_AST)` of `text` (a str, lines ending in
     \\n, \\r\\n or \\r). Statements tree.body[i] for i in `dropped` are replaced by a `pass`
     statement (SimpleStatementLine([Pass()])). Given a ``source`` (a :class:`SourceText` of
-    ``text`` whose ``origins`` is a dict), the mirror records in it the ``ast`` node of every
+    ``text`` made with ``record_origins=True``), the mirror records in it the ``ast`` node of every
     expression it builds (and, for each subscript element, its slice, the next slice or None, and
     the subscript), so that a node's source text can be found again."""
     src = _Source(text) if source is None else source

@@ -28,7 +28,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-import libcst as cst
 
 from synclint.mirror import SourceText
 from synclint.mirror_code import SourceCode
@@ -38,38 +37,31 @@ from synclint.settings import AnalysisSettings
 
 class Flagged(BaseException):
     """A rule is about to report something, or asks for a node's code that :class:`SourceCode`
-    cannot give exactly: the file needs the ordinary run. (A BaseException, so that no ``except Exception`` in a rule or the model can
-    swallow it.)"""
-
-
-class _ScreenModule(cst.Module):
-    """A mirrored module whose nodes' code is their exact source text, or a :class:`Flagged`.
-
-    The model compares the code of nodes to tell conditions, slices and process groups apart
-    (``assert not cond`` against ``if cond:``), and some rules read it before they decide. The
-    mirror keeps neither parentheses nor spacing, so printing its nodes would make different source
-    texts equal (``(a + b) * c`` prints as ``a + b * c``) and the screen could disagree with the
-    ordinary run. Instead the code of a node is cut from the source, where :class:`SourceCode` can
-    prove that the cut is what libcst's ``code_for_node`` returns; anywhere else the screen gives
-    up on the file."""
-
-    __slots__ = ()
-
-    def code_for_node(self, node: cst.CSTNode) -> str:
-        text = _SOURCE_CODE[-1].code(node) if _SOURCE_CODE else None
-        if text is None:
-            raise Flagged
-        return text
-
-
-_SOURCE_CODE: list[SourceCode] = []  # the file being screened (one at a time in a process)
+    cannot give exactly: the file needs the ordinary run. (A BaseException, so that no
+    ``except Exception`` in a rule or the model can swallow it.)"""
 
 
 class ScreenContext(RuleContext):
-    """A rule context on a mirrored tree. Everything a rule does to *describe* a finding (its
-    position, its line, the code of a node, a fix, the diagnostic itself) ends the screen: the
-    mirror has no whitespace, so none of that would be right, and it is not needed to know that
-    the file has something to report."""
+    """A rule context on a mirrored tree.
+
+    Everything a rule does to *describe* a finding (its position, its line, a fix, the diagnostic
+    itself) ends the screen: the mirror has no whitespace, so none of that would be right, and it
+    is not needed to know that the file has something to report. The code of a node, which the
+    model compares (``assert not cond`` against ``if cond:``, slices, process groups) and some
+    rules read before they decide, is cut from the source by :class:`SourceCode`, exactly as
+    libcst's ``code_for_node`` would print it; where that cannot be sure, the screen ends too.
+    (Printed from the mirror, which keeps neither parentheses nor spacing, different texts would
+    come out equal: ``(a + b) * c`` as ``a + b * c``.)"""
+
+    def __init__(self, path, source, module, settings, source_code: SourceCode) -> None:
+        super().__init__(path, source, module, settings)
+        self.source_code = source_code
+
+    def code_for(self, node):
+        text = self.source_code.code(node)
+        if text is None:
+            raise Flagged
+        return text
 
     def span(self, node):
         raise Flagged
@@ -104,14 +96,11 @@ def may_report(
     from synclint.mirror import mirror_module
     from synclint.rules.registry import all_rules
 
-    text = SourceText(source)
-    text.origins = {}
-    _SOURCE_CODE.append(SourceCode(text, tree))
+    text = SourceText(source, record_origins=True)
     try:
         module = mirror_module(tree, source, dropped, text)
-        object.__setattr__(module, "__class__", _ScreenModule)  # same slots: a frozen dataclass
         register(module)
-        ctx = ScreenContext(path, source, module, settings)
+        ctx = ScreenContext(path, source, module, settings, SourceCode(text, tree))
         rules = all_rules()
         for code in sorted(set(codes)):
             rule_cls = rules.get(code)
@@ -123,5 +112,4 @@ def may_report(
         return True
     finally:
         register(None)
-        _SOURCE_CODE.pop()
     return False

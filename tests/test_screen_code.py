@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import multiprocessing
 import sys
-import warnings
 from pathlib import Path
 
 import hypothesmith
@@ -21,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_mirror import TRIVIA, _fields
 
+from synclint.astscan import python_parse
 from synclint.mirror import SourceText, Unsupported, mirror_module
 from synclint.mirror_code import SourceCode
 
@@ -44,15 +44,14 @@ def _children(node: cst.CSTNode) -> list:
 def answers(text: str) -> tuple[int, int, list[str]] | None:
     """(answered, refused, wrong answers) over every node of ``text``'s mirror that has an origin;
     None when the mirror or a parser does not take ``text``."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = compile(text, "<test>", "exec", ast.PyCF_ONLY_AST)
-        parsed = cst.parse_module(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, cst.ParserSyntaxError):
+    tree = python_parse(text, "<test>")[0]
+    if tree is None:
         return None
-    source = SourceText(text)
-    source.origins = {}
+    try:
+        parsed = cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+    source = SourceText(text, record_origins=True)
     try:
         mirrored = mirror_module(tree, text, (), source)
     except Unsupported:
@@ -128,8 +127,7 @@ def test_parentheses_and_refusals():
     trailing comma and a comment between ``(`` and the node get no answer (the file then takes
     the ordinary way)."""
     text = "x = (a)\nf(y for y in z)\nv[b,]\nw = c\nassert (d\n        ), 'm'\ng(e)\nh((  # c\n  k))\n"
-    source = SourceText(text)
-    source.origins = {}
+    source = SourceText(text, record_origins=True)
     tree = ast.parse(text)
     module = mirror_module(tree, text, (), source)
     code = SourceCode(source, tree)

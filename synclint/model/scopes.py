@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import libcst as cst
 
@@ -34,22 +34,33 @@ from synclint.settings import AnalysisSettings
 
 
 def build_module_model(
-    module: cst.Module, settings: Optional[AnalysisSettings] = None, source: Optional[str] = None
+    module: cst.Module,
+    settings: Optional[AnalysisSettings] = None,
+    source: Optional[str] = None,
+    code_for: Optional[Callable[[cst.CSTNode], str]] = None,
 ) -> ModuleModel:
     """The model of a parsed module. Pass the ``source`` text it was parsed from when you have it
-    (regenerating it from the tree costs about as much as parsing)."""
+    (regenerating it from the tree costs about as much as parsing). ``code_for`` gives a node's
+    code, which the model compares (conditions, slices, process groups): ``module.code_for_node``
+    unless the caller has it another way (the screen cuts it from the source)."""
     settings = settings or AnalysisSettings()
     resolver = ImportResolver(module, settings.accelerator_wrappers)
-    builder = _Builder(module, resolver, settings, source)
+    builder = _Builder(module, resolver, settings, source, code_for or module.code_for_node)
     return builder.build()
 
 
 class _Builder:
     def __init__(
-        self, module: cst.Module, resolver: ImportResolver, settings: AnalysisSettings, source: Optional[str] = None
+        self,
+        module: cst.Module,
+        resolver: ImportResolver,
+        settings: AnalysisSettings,
+        source: Optional[str],
+        code_for: Callable[[cst.CSTNode], str],
     ) -> None:
         self.module = module
         self.source = source
+        self.code_for = code_for
         self.resolver = resolver
         self.settings = settings
         self.summaries: dict[str, FunctionSummary] = {}
@@ -58,7 +69,7 @@ class _Builder:
 
     def interpreter(self, model: FunctionModel, counters: dict, attributes=None) -> Interpreter:
         interp = Interpreter(model, self.resolver, self.settings, self.summaries, counters, attributes)
-        interp.model_code = self.module.code_for_node
+        interp.model_code = self.code_for
         self.interpreters.append(interp)
         return interp
 

@@ -95,7 +95,7 @@ class RuleContext:
     def model(self) -> "ModuleModel":
         from synclint.model import build_module_model
 
-        return build_module_model(self.module, self.settings, self.source)
+        return build_module_model(self.module, self.settings, self.source, self.code_for)
 
     @cached_property
     def positions(self):
