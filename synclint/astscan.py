@@ -30,6 +30,13 @@ def python_parse(text: str, path: str) -> tuple[ast.Module | None, SyntaxError |
         return None, None
 
 
+def statement_extent(node: ast.stmt) -> tuple[int, int]:
+    """First line (a decorator's, for a decorated definition) and last line of ``node``."""
+    decorators = getattr(node, "decorator_list", ())
+    start = min([node.lineno, *(d.lineno for d in decorators)])
+    return start, node.end_lineno or node.lineno
+
+
 def iter_statements(tree: ast.AST) -> Iterator[ast.AST]:
     """Every statement in ``tree`` (nested blocks included: functions, classes, loops, ``try``,
     ``match``), in no particular order. Except handlers and match cases are walked into."""

@@ -17,6 +17,7 @@ import re
 
 import libcst as cst
 
+from synclint.astscan import statement_extent
 from synclint.mirror import SourceText
 
 _BLANK = " \t\f\\\r\n"
@@ -27,11 +28,6 @@ _OPERATORS = frozenset("=+-*/%<>&|^~@,[{(:")
 _GROUPING_KEYWORDS = frozenset(
     {"and", "assert", "elif", "else", "if", "in", "is", "not", "or", "return", "while"}
 )
-
-
-def _first_line(statement: ast.stmt) -> int:
-    decorators = getattr(statement, "decorator_list", None)
-    return min(d.lineno for d in decorators) if decorators else statement.lineno
 
 
 class SourceCode:
@@ -87,7 +83,9 @@ class SourceCode:
         libcst's whitespace is relative to."""
         statements, found = self.tree.body, None
         while statements:
-            inner = next((s for s in statements if _first_line(s) <= lineno <= s.end_lineno), None)
+            inner = next(
+                (s for s in statements if statement_extent(s)[0] <= lineno <= s.end_lineno), None
+            )
             if inner is None:
                 break
             found = inner

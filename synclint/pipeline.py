@@ -18,7 +18,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from synclint import catalogue
@@ -178,15 +178,21 @@ def _syntax_checks(codes: frozenset[str]) -> dict[str, Check | None]:
 @dataclass(frozen=True)
 class _Plan:
     """What the engine should do with a file: nothing (``analysis`` is already the answer), or
-    analyse ``text`` (the file, or its relevant slice) with ``codes``. ``tree`` is CPython's tree
-    of the whole file and ``dropped`` the top-level statements the slice blanks (for the screen,
-    :mod:`synclint.screen`), when known."""
+    analyse ``text`` (the file ``source``, or its relevant slice) with ``codes``. ``tree`` is
+    CPython's tree of the whole file and ``dropped`` the top-level statements the slice blanks
+    (for the screen, :mod:`synclint.screen`), when known."""
 
     analysis: Analysis | None
     codes: frozenset[str]
-    text: str
+    source: str
     tree: ast.Module | None = None
     dropped: frozenset[int] = frozenset()
+
+    @cached_property
+    def text(self) -> str:
+        """What libcst parses: the file with the dropped definitions blanked out (made only when
+        the ordinary run needs it: the screen works from ``tree`` and ``dropped``)."""
+        return blank(self.source, self.tree, self.dropped) if self.dropped else self.source
 
 
 def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
@@ -205,9 +211,7 @@ def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
     if not firing:
         return _Plan(Analysis([], parsed=True), may_fire, text, tree)
     triggers = list({(table[code], checks[code]): None for code in firing})
-    dropped = irrelevant_definitions(text, tree, triggers)
-    sliced = blank(text, tree, dropped) if dropped else text
-    return _Plan(None, may_fire, sliced, tree, dropped)
+    return _Plan(None, may_fire, text, tree, irrelevant_definitions(text, tree, triggers))
 
 
 def prefiltered(text: str, path: str, codes: frozenset[str]) -> Analysis | None:
@@ -234,18 +238,17 @@ def lint_text(
     plan = _plan(text, path, codes) if prefilter else _Plan(None, codes, text)
     analysis = plan.analysis
     directives = parse_directives(text)
+    run = plan.codes or codes
     if analysis is None and screen and plan.tree is not None and not directives:
         from synclint.engine import Analysis
         from synclint.screen import may_report
 
-        run = plan.codes or codes
         if not may_report(path, text, plan.tree, plan.dropped, run, file_settings.settings):
             analysis = Analysis([], parsed=True)
     if analysis is None:
         from synclint.engine import analyse
 
-        run = plan.codes or codes
-        sliced = plan.text if plan.text is not text else None
+        sliced = plan.text if plan.dropped else None
         analysis = analyse(text, path, run, file_settings.settings, sliced=sliced)
         if sliced is not None and not analysis.parsed:  # the slice confused libcst: whole file
             analysis = analyse(text, path, run, file_settings.settings)

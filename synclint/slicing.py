@@ -39,8 +39,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, NamedTuple, Sequence
 
-from synclint.astscan import iter_statements
-
+from synclint.astscan import iter_statements, statement_extent
 
 Patterns = tuple[re.Pattern, ...]  # alternatives: any may match
 Check = Callable[[ast.Module, str], bool]
@@ -184,7 +183,7 @@ def irrelevant_definitions(
     }
     units: list[_Unit] = []
     for index, node in enumerate(tree.body):
-        start, end = _extent(node)
+        start, end = statement_extent(node)
         unit_text = "".join(lines[start - 1 : end])
         definition = isinstance(node, _DEFINITIONS)
         units.append(
@@ -237,7 +236,7 @@ def blank(text: str, tree: ast.Module, dropped: frozenset[int]) -> str:
     on its first line and empty lines after it: line numbers and columns do not move."""
     lines = _split_lines(text)
     for index in dropped:
-        start, end = _extent(tree.body[index])
+        start, end = statement_extent(tree.body[index])
         lines[start - 1] = "pass" + _ending(lines[start - 1])
         for number in range(start, end):
             lines[number] = _ending(lines[number])
@@ -249,13 +248,6 @@ def _split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return lines
-
-
-def _extent(node: ast.stmt) -> tuple[int, int]:
-    """First line (a decorator's, for a decorated definition) and last line of ``node``."""
-    decorators = getattr(node, "decorator_list", ())
-    start = min([node.lineno, *(d.lineno for d in decorators)])
-    return start, node.end_lineno or node.lineno
 
 
 def _ending(line: str) -> str:

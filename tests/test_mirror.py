@@ -7,9 +7,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import multiprocessing
-import re
 import sys
-import warnings
 from pathlib import Path
 
 import hypothesmith
@@ -17,8 +15,10 @@ import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from synclint.astscan import python_parse
 from synclint.cstwalk import _all_subclasses
 from synclint.mirror import Unsupported, mirror_module
+from synclint.slicing import blank
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT / "corpora"
@@ -142,16 +142,9 @@ def assert_same_shape(mirrored: cst.Module, parsed: cst.Module) -> None:
 
 # --- helpers --------------------------------------------------------------------------------------
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-
 
 def python_ast(text: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return compile(text, "<test>", "exec", ast.PyCF_ONLY_AST)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None
+    return python_parse(text, "<test>")[0]
 
 
 def libcst_parse(text: str) -> cst.Module | None:
@@ -164,15 +157,7 @@ def libcst_parse(text: str) -> cst.Module | None:
 def pass_substituted(text: str, tree: ast.Module, dropped) -> str:
     """``text`` with each dropped top-level statement's lines replaced by ``pass`` and empty
     lines (from its first decorator on), as ``synclint.slicing`` does."""
-    lines = _LINE.findall(text)
-    for i in dropped:
-        node = tree.body[i]
-        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
-        for number in range(start, node.end_lineno + 1):
-            line = lines[number - 1]
-            ending = line[len(line.rstrip("\r\n")) :]
-            lines[number - 1] = ("pass" if number == start else "") + ending
-    return "".join(lines)
+    return blank(text, tree, frozenset(dropped))
 
 
 def check(text: str, dropped=()) -> cst.Module:
