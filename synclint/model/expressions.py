@@ -41,9 +41,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from synclint.model.interpreter import Interpreter
 
 
+_UNSEEN = object()
+#: Per evaluator class: node class -> (its ``ex_`` function, whether it takes a hint), or None.
+_HANDLERS: dict[type, dict[type, Optional[tuple]]] = {}
+
+
+def _handler(evaluator: type, node_type: type) -> Optional[tuple]:
+    function = getattr(evaluator, f"ex_{node_type.__name__}", None)
+    if function is None:
+        return None
+    return function, function.__code__.co_argcount == 3
+
+
 class ExpressionEvaluator(CallSemantics, KnownValueMethods):
     def __init__(self, interp: "Interpreter") -> None:
         self.i = interp
+        # ``ev`` runs for every expression node: its dispatch is a dictionary look-up, shared by
+        # all evaluators of one class, instead of building and looking up a method name each time.
+        self._handlers = _HANDLERS.setdefault(self.__class__, {})
         self.index_depth = 0
         #: The whole right-hand side of the assignment or return being evaluated.
         self.stored_node: Optional[cst.CSTNode] = None
@@ -229,10 +244,13 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
     def ev(self, node: Optional[cst.BaseExpression], hint: Optional[str] = None):
         if node is None:
             return None
-        handler = getattr(self, f"ex_{type(node).__name__}", None)
+        handler = self._handlers.get(node.__class__, _UNSEEN)
+        if handler is _UNSEEN:
+            handler = self._handlers[node.__class__] = _handler(self.__class__, node.__class__)
         if handler is None:
             return None
-        return handler(node, hint) if handler.__code__.co_argcount == 3 else handler(node)
+        function, takes_hint = handler
+        return function(self, node, hint) if takes_hint else function(self, node)
 
     def condition(self, node: cst.BaseExpression) -> None:
         """A test the host evaluates: a tensor in it is converted with ``bool()``."""
@@ -301,8 +319,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
     # -- leaves ----------------------------------------------------------------------------------
 
     def ex_Name(self, node: cst.Name):
-        if node.value in self.state.env:
-            return self.state.env[node.value]
+        env = self.i.state.env
+        if node.value in env:
+            return env[node.value]
         if node.value in ("True", "False", "None"):
             return HOST
         name = self.i.resolver.qualify(node)
@@ -325,8 +344,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
 
     def ex_Attribute(self, node: cst.Attribute):
         key = dotted(node)
-        if key is not None and key in self.state.env:
-            return self.state.env[key]
+        env = self.i.state.env
+        if key is not None and key in env:
+            return env[key]
         base = self.ev(node.value)
         attr = node.attr.value
         if isinstance(base, ModuleRef):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from synclint.model.state import join
-from synclint.model.values import Alternatives, storages_of
+from synclint.model.values import STORAGE_HOLDERS, Alternatives, storages_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from synclint.model.interpreter import Interpreter
@@ -86,6 +86,8 @@ def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
     caller_stream = interp.state.current
     interp.state.env = env
     for name, value in env.items():
+        if value.__class__ not in STORAGE_HOLDERS:
+            continue  # most attributes: skip the call (this loop runs for every inlined call)
         for storage in storages_of(value):
             storage.root.names.add(name)
     # Only parameters bound to something known stand for the caller's values; unknown ones (a

@@ -35,6 +35,7 @@ from synclint.model.timeline import (
 from synclint.model.values import (
     HOST,
     HOST_NAME,
+    STORAGE_HOLDERS,
     Alternatives,
     EventValue,
     Storage,
@@ -72,6 +73,11 @@ class FunctionSummary:
     def __init__(self) -> None:
         self.synchronizes = False
         self.returns_current_stream = False
+
+
+_UNSEEN = object()
+#: Per interpreter class: statement node class -> its ``st_`` function (or None).
+_STATEMENT_HANDLERS: dict[type, dict[type, Optional[Callable]]] = {}
 
 
 class Interpreter:
@@ -349,8 +355,9 @@ class Interpreter:
         kept = {s.root.id for s in keep}
         pending: list[Storage] = []
         seen: set[int] = set()
+        holders = STORAGE_HOLDERS
         for name, value in env.items():
-            if "." in name:
+            if value.__class__ not in holders or "." in name:
                 continue
             for storage in storages_of(value):
                 storage = storage.root
@@ -361,7 +368,7 @@ class Interpreter:
             return
         held = set(keep_ids() if callable(keep_ids) else keep_ids)
         for name, value in env.items():
-            if "." in name:
+            if value.__class__ in holders and "." in name:
                 held.update(s.root.id for s in storages_of(value))  # still held by the object
         for storage in pending:
             if storage.id not in held:
@@ -422,9 +429,12 @@ class Interpreter:
         self.run_block(suite.body)
 
     def statement(self, stmt: cst.CSTNode) -> None:
-        handler: Optional[Callable] = getattr(self, f"st_{type(stmt).__name__}", None)
+        handlers = _STATEMENT_HANDLERS.setdefault(self.__class__, {})
+        handler = handlers.get(stmt.__class__, _UNSEEN)
+        if handler is _UNSEEN:  # a dictionary look-up, not a method name built per statement
+            handler = handlers[stmt.__class__] = getattr(self.__class__, f"st_{stmt.__class__.__name__}", None)
         if handler is not None:
-            handler(stmt)
+            handler(self, stmt)
 
     def st_SimpleStatementLine(self, stmt: cst.SimpleStatementLine) -> None:
         for small in stmt.body:

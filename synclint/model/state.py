@@ -14,6 +14,7 @@ from synclint.model.timeline import Access
 from synclint.model.values import Alternatives, StreamValue
 
 VC = dict  # stream key -> count
+_MISSING = object()
 
 #: Accesses kept per storage: the newest of each (stream, mode). Bounded so that long functions stay
 #: linear.
@@ -85,12 +86,14 @@ def join(a: State, b: State) -> State:
         return a.copy()
     # Not a.copy(): the clocks and events are rebuilt below from both sides.
     out = State(current=a.current, env=dict(a.env), history=dict(a.history))
-    for name, value in b.env.items():
-        mine = out.env.get(name)
+    # Most names are bound to the same object on both paths: find the others in one pass.
+    env, mine_of = out.env, a.env.get
+    for name, value in [(n, v) for n, v in b.env.items() if mine_of(n, _MISSING) is not v]:
+        mine = env.get(name)
         if mine is None:
-            out.env[name] = value
-        elif mine is not value:
-            out.env[name] = alternatives(mine, value)
+            env[name] = value
+        else:
+            env[name] = alternatives(mine, value)
     # What the host saw on a path orders all later work on that path, so fold it in first: a
     # device wait on one arm and a host sync on the other both order what follows.
     out.vc = {k: vc_meet(a.stream_vc(k), b.stream_vc(k)) for k in set(a.vc) | set(b.vc)}
@@ -105,8 +108,11 @@ def join(a: State, b: State) -> State:
             only = ea or eb
             out.events[key] = EventState({}, only.recorded_by, only.stream)
     closed_a, closed_b = _closer(a), _closer(b)
-    for sid in set(a.history) | set(b.history):
-        mine, theirs = a.history.get(sid, ()), b.history.get(sid, ())
+    mine_of, theirs_of = a.history.get, b.history.get
+    differing = [sid for sid, theirs in b.history.items() if mine_of(sid) is not theirs]
+    differing += [sid for sid in a.history if sid not in b.history]
+    for sid in differing:
+        mine, theirs = mine_of(sid, ()), theirs_of(sid, ())
         if mine is theirs:
             continue
         # An access made on one branch only, and already ordered before that branch's current

@@ -189,3 +189,8 @@ class TupleValue:
     """A tuple or list literal, kept so that ``a, b = x.chunk(2)`` and ``for t in (x, y)`` work."""
 
     items: tuple
+
+
+#: The only classes of value :func:`storages_of` finds storages in: a hot loop can skip the call
+#: for any other value.
+STORAGE_HOLDERS = frozenset({Storage, Alternatives, TupleValue})
