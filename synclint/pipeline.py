@@ -239,7 +239,9 @@ def lint_text(
     analysis = plan.analysis
     directives = parse_directives(text)
     run = plan.codes or codes
-    if analysis is None and screen and plan.tree is not None and not directives:
+    # Suppression comments do not keep a file from the screen: a file it passes has no findings
+    # at all, so no comment suppressed anything, which is exactly what SYN002 reports from.
+    if analysis is None and screen and plan.tree is not None:
         from synclint.engine import Analysis
         from synclint.screen import may_report
 

@@ -19,8 +19,10 @@ libcst's shape and the code is libcst's: ``tests/test_mirror.py`` checks the sha
 ``tests/test_screen_code.py`` the code, on fixtures, generated programs and (when fetched) real
 projects; ``tests/test_screen.py`` checks that screening never changes a result.
 
-Files with suppression comments always take the ordinary way (SYN002 needs to know which
-suppressions were used).
+Files with suppression comments are screened too: a file the screen passes has no findings, so
+none of its comments suppressed anything, and SYN002 (which reports the comments that suppressed
+nothing) says the same as after the ordinary run. A finding a comment suppresses flags the file,
+and the ordinary run applies the comment.
 """
 
 from __future__ import annotations

@@ -113,20 +113,45 @@ def test_a_crash_inside_the_screen_takes_the_ordinary_way(monkeypatch):
     assert {d.code for d in lint_text(RACY, "racy.py", EVERY_RULE).diagnostics} == {"SYN101"}
 
 
-def test_files_with_suppression_comments_are_not_screened(monkeypatch):
+SUPPRESSIONS = """\
+import torch  # noqa
+# synclint: ignore[SYN999]
+
+def overlap(x):  # synclint: ignore[SYN101, SYN201]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # noqa: SYN101, E501
+        y = x * 2
+    torch.cuda.current_stream().wait_stream(side)
+    return y + 1
+"""
+
+
+def test_files_with_suppression_comments_are_screened_and_syn002_is_unchanged(monkeypatch):
     asked = []
     original = screen.may_report
 
     def spy(*args):
-        asked.append(args[0])
-        return original(*args)
+        verdict = original(*args)
+        asked.append((args[0], verdict))
+        return verdict
 
     monkeypatch.setattr(screen, "may_report", spy)
-    lint_text(CLEAN_WITH_STREAMS, "clean.py", EVERY_RULE)
-    assert asked == ["clean.py"]
+    with_syn002 = FileSettings(EVERY_RULE.codes | {"SYN002"})
+    on = lint_text(SUPPRESSIONS, "clean.py", with_syn002)
+    off = lint_text(SUPPRESSIONS, "clean.py", with_syn002, screen=False)
+    assert asked == [("clean.py", False)]  # passed by the screen: no ordinary run
+    assert on.diagnostics == off.diagnostics
+    assert on.warnings == off.warnings == ["clean.py:2: unknown rule code `SYN999` in a suppression comment"]
+    # every comment suppressed nothing: SYN002 on each one naming a known, enabled code
+    assert [(d.code, d.span.start.line) for d in on.diagnostics] == [
+        ("SYN002", 2), ("SYN002", 4), ("SYN002", 7)
+    ]
+
     suppressed = "# synclint: ignore-file[SYN101]\n" + RACY
-    result = lint_text(suppressed, "suppressed.py", EVERY_RULE)
-    assert asked == ["clean.py"]  # SYN002 needs the real findings: the ordinary run
+    result = lint_text(suppressed, "suppressed.py", with_syn002)
+    assert asked[-1] == ("suppressed.py", True)  # the finding flags it; the ordinary run suppresses it
+    assert result.diagnostics == lint_text(suppressed, "suppressed.py", with_syn002, screen=False).diagnostics
     assert result.diagnostics == []
 
 
