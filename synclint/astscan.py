@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import re
+import symtable
 import warnings
 from functools import lru_cache
+from itertools import chain
 from typing import Iterator
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -28,6 +30,22 @@ def python_parse(text: str, path: str) -> tuple[ast.Module | None, SyntaxError |
         return None, error
     except (ValueError, RecursionError, MemoryError, OverflowError):
         return None, None
+
+
+def compiles(text: str, path: str) -> bool:
+    """Does ``text`` certainly parse? Asked of files that no rule can fire on, which need no tree.
+
+    Python's symbol-table pass parses with the same parser as :func:`python_parse` but keeps the
+    tree in C: about a quarter cheaper than building (and freeing) every ``ast`` node. It also
+    rejects a few things the parser accepts (``nonlocal`` at module level), so False means only
+    "ask :func:`python_parse`", never "does not parse"."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            symtable.symtable(text, path, "exec")
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
 
 
 def statement_extent(node: ast.stmt) -> tuple[int, int]:
@@ -94,7 +112,8 @@ def imports_or_names_module(
     bare use counts as much as an import. Given the ``text`` of ``tree``, a bare use is looked for
     only where the text has ``time.`` (a module is used through its attributes): the full walk it
     needs otherwise costs more than parsing."""
-    for statement in iter_statements(tree):
+    # Imports are mostly at the top: look there before walking every statement of the file.
+    for statement in chain(getattr(tree, "body", ()), iter_statements(tree)):
         kind = type(statement)
         if kind is ast.Import:
             if any(alias.name.split(".")[0] in modules for alias in statement.names):

@@ -1,8 +1,9 @@
 """Linting one file: bytes to text, the prefilter, the engine, suppressions and SYN002.
 
 The prefilter decides, cheapest test first, how little of a file the engine needs: each rule's
-trigger words, patterns and requirement on the text; CPython's ``ast`` (every file is compiled once,
-for SYN001) and the rules' syntax checks on it; then :mod:`synclint.slicing` blanks the top-level
+trigger words, patterns and requirement on the text; CPython's ``ast`` (every file is parsed once,
+for SYN001: a file no rule's words occur in only through CPython's symbol table, which needs no
+tree) and the rules' syntax checks on it; then :mod:`synclint.slicing` blanks the top-level
 definitions no remaining rule could report on. Linting with ``prefilter=False`` skips all of it and
 must give the same diagnostics (``tests/test_prefilter_differential.py``).
 
@@ -22,7 +23,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from synclint import catalogue
-from synclint.astscan import python_parse
+from synclint.astscan import compiles, python_parse
 from synclint.diagnostics import Diagnostic, Position, Span
 from synclint.settings import AnalysisSettings
 from synclint.slicing import Check, Trigger, blank, irrelevant_definitions
@@ -202,6 +203,8 @@ def _plan(text: str, path: str, codes: frozenset[str]) -> _Plan:
     if may_fire is None:
         return _Plan(None, codes, text)
     table = dict(_triggers_for(codes))
+    if not may_fire & table.keys() and compiles(text, path):
+        return _Plan(Analysis([], parsed=True), may_fire, text)  # SYN001 was all it could be
     tree = python_parse(text, path)[0]  # every file is compiled once, for SYN001 if nothing else
     if tree is None:  # libcst parses it and reports SYN001 with its exact message
         return _Plan(None, may_fire, text)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 from synclint.astscan import iter_statements, statement_extent
@@ -85,10 +86,16 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 class _Unit:
     index: int  # in the module's body
     node: ast.stmt
-    words: frozenset[str] = field(default_factory=frozenset)
+    text: str
     binds: frozenset[str] = field(default_factory=frozenset)  # module level: names it binds;
     # a definition: names imported inside it
     relevant: bool = False
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """The identifiers in its text (found only when needed: when every definition of a file
+        is relevant, nothing spreads and no unit's words are looked at)."""
+        return frozenset(_WORD.findall(self.text))
 
 
 def _matches(text: str, node: ast.stmt, triggers: Sequence[tuple[Trigger, Check | None]]) -> bool:
@@ -190,7 +197,7 @@ def irrelevant_definitions(
             _Unit(
                 index,
                 node,
-                frozenset(_WORD.findall(unit_text)),
+                unit_text,
                 (
                     _imports_inside(node, unit_text, at_module_level)
                     if definition
@@ -225,7 +232,7 @@ def irrelevant_definitions(
             if unit.relevant:
                 continue
             helper = not isinstance(unit.node, ast.ClassDef) and unit.node.name in mentioned
-            if unit.words & names or helper or unit.binds & mentioned:
+            if helper or unit.binds & mentioned or (names and unit.words & names):
                 unit.relevant = changed = True
                 mentioned |= unit.words
     return frozenset(u.index for u in definitions if not u.relevant)

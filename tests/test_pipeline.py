@@ -36,6 +36,22 @@ def test_prefilter_skips_files_without_triggers_but_not_syntax_errors():
     assert [d.code for d in result.diagnostics] == ["SYN001"]
 
 
+def test_files_without_triggers_are_checked_without_building_a_tree(monkeypatch):
+    import synclint.pipeline as pipeline
+
+    parsed = []
+    original = pipeline.python_parse
+    monkeypatch.setattr(pipeline, "python_parse", lambda text, path: parsed.append(path) or original(text, path))
+    assert prefiltered("x = 1\n", "clean.py", default_codes()) is not None
+    assert parsed == []  # CPython's symbol table said it parses: no ast was built
+    # The symbol table rejects what the parser accepts (and libcst too): the ast decides then.
+    for text in ("nonlocal x\n", "def f(a, a):\n    pass\n"):
+        assert prefiltered(text, "odd.py", default_codes()) is not None  # it parses: no SYN001
+        assert lint_text(text, "odd.py", FileSettings(default_codes()), prefilter=False).diagnostics == []
+    assert parsed == ["odd.py", "odd.py"]
+    assert prefiltered("x = (\n", "broken.py", default_codes()) is None
+
+
 def test_a_rule_without_triggers_disables_the_prefilter(fake_rules, monkeypatch):
     from frame_helpers import MarkerRule
 
