@@ -28,6 +28,7 @@ import re
 import weakref
 from bisect import bisect_left
 from itertools import chain
+from collections.abc import Mapping
 from typing import Callable, Iterator
 
 import libcst as cst
@@ -381,13 +382,48 @@ def _walk_generic(root: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
             extend(_children_reversed(item, frozenset()))
 
 
-def parent_map(root: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
+class IndexedParents(Mapping):
+    """The parents of the nodes under one node of a :class:`TreeIndex`, read from the index.
+
+    Why not a dict: building one costs a pass over every node of the file, and libcst nodes hash
+    in Python, so each insertion and each look-up calls back into Python. The index already has
+    every parent; a look-up here is one dictionary probe by ``id``."""
+
+    __slots__ = ("_index", "_start", "_end")
+
+    def __init__(self, index: TreeIndex, start: int) -> None:
+        self._index, self._start, self._end = index, start, index.ends[start]
+
+    def get(self, node, default=None):
+        i = self._index.position.get(id(node))
+        if i is None or not self._start < i < self._end:
+            return default
+        return self._index.nodes[self._index.parents[i]]
+
+    def __getitem__(self, node: cst.CSTNode) -> cst.CSTNode:
+        parent = self.get(node, _ABSENT)
+        if parent is _ABSENT:
+            raise KeyError(node)
+        return parent
+
+    def __contains__(self, node: object) -> bool:
+        return self.get(node, _ABSENT) is not _ABSENT
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self._index.nodes[self._start + 1 : self._end])
+
+    def __len__(self) -> int:
+        return self._end - self._start - 1
+
+
+_ABSENT = object()
+
+
+def parent_map(root: cst.CSTNode) -> Mapping[cst.CSTNode, cst.CSTNode]:
     """Each node's parent, for every node under ``root`` except whitespace and punctuation."""
     located = _locate(root)
     if located is not None:
-        index, start = located
-        nodes, up = index.nodes, index.parents
-        return {nodes[i]: nodes[up[i]] for i in range(start + 1, index.ends[start])}
+        return IndexedParents(*located)
     parents: dict[cst.CSTNode, cst.CSTNode] = {}
     stack = [root]
     while stack:

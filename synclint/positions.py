@@ -11,7 +11,7 @@ import bisect
 import re
 import sys
 from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -56,7 +56,7 @@ class PositionIndex:
         self._done: set[int] = set()  # ids of units whose ranges are in ``_ranges``
         self._whole = False
         self._line_starts: list[int] | None = None
-        self._parents: dict[cst.CSTNode, cst.CSTNode] | None = None
+        self._parents: Mapping[cst.CSTNode, cst.CSTNode] | None = None
         # Python's own line breaks only (str.splitlines also breaks at form feeds and others).
         self._lines = re.split(r"(?<=\n)", source if source is not None else module.code)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Mapping
 
 import libcst as cst
 
@@ -438,5 +438,5 @@ def iter_calls(node: cst.CSTNode) -> Iterable[cst.Call]:
     return calls.found
 
 
-def build_parent_map(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
+def build_parent_map(module: cst.Module) -> Mapping[cst.CSTNode, cst.CSTNode]:
     return parent_map(module)

@@ -8,7 +8,7 @@ clean files never pay for position metadata.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, Mapping, TypeVar
 
 import libcst as cst
 
@@ -34,7 +34,7 @@ def import_resolver(ctx: "RuleContext") -> ImportResolver:
     return _cached(ctx, "_facts_imports", lambda: ImportResolver(ctx.module, ctx.settings))
 
 
-def parent_map(ctx: "RuleContext") -> dict[cst.CSTNode, cst.CSTNode]:
+def parent_map(ctx: "RuleContext") -> Mapping[cst.CSTNode, cst.CSTNode]:
     return _cached(ctx, "_facts_parents", lambda: build_parent_map(ctx.module))
 
 
