@@ -72,6 +72,23 @@ def test_children_match_libcst_on_real_code(modules):
     assert checked > 10_000
 
 
+def test_non_trivia_children_skip_only_trivia_on_real_code(modules):
+    """The index reads no field that libcst's annotations say holds only trivia: what it skips
+    must really be nothing but trivia, on every node of real code."""
+    skipped_fields = set()
+    for module in modules:
+        stack: list[cst.CSTNode] = [module]
+        while stack:
+            node = stack.pop()
+            expected = [c for c in node.children if c.__class__ not in cstwalk.TRIVIA]
+            got = cstwalk.non_trivia_children(node)
+            assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), type(node)
+            skipped_fields |= {(type(node).__name__, f) for f in cstwalk._trivia_fields(type(node))}
+            stack.extend(node.children)
+    # it does skip something: parentheses, whitespace, commas and operators
+    assert {("BinaryOperation", "operator"), ("Call", "lpar"), ("Arg", "comma")} <= skipped_fields
+
+
 class Recorder(cst.CSTVisitor):
     """Records every callback, prunes lambdas, and handles some punctuation (disables skipping)."""
 
