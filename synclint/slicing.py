@@ -60,7 +60,8 @@ def _any(patterns: Patterns, text: str, memo: dict) -> bool:
 class Trigger(NamedTuple):
     """A rule's text test (see ``Rule``): one of ``words`` occurs, and ``pattern`` and
     ``requires`` (when given) each match. Rules with the same test share one Trigger, and a
-    ``memo`` shared over one text makes each pattern search happen once."""
+    ``memo`` shared over one text makes each word and pattern search happen once (``stream`` is
+    a word of four rules: an absent word is a scan of the whole text each time it is asked)."""
 
     words: tuple[str, ...]
     pattern: Patterns | None = None
@@ -68,7 +69,10 @@ class Trigger(NamedTuple):
 
     def passes(self, text: str, memo: dict, leave_out_requires: bool = False) -> bool:
         for word in self.words:  # a loop, not any(...): this runs ~100k times on a large tree
-            if word in text:
+            hit = memo.get(word)
+            if hit is None:
+                hit = memo[word] = word in text
+            if hit:
                 break
         else:
             return False
