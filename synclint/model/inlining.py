@@ -22,6 +22,8 @@ from synclint.model.values import STORAGE_HOLDERS, Alternatives, storages_of
 if TYPE_CHECKING:  # pragma: no cover
     from synclint.model.interpreter import Interpreter
 
+_MISSING = object()
+
 #: How many nested ``self.m()`` calls are walked into.
 MAX_DEPTH = 2
 
@@ -111,9 +113,11 @@ def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
     state = ends[0] if ends else interp.state
     for other in ends[1:]:
         state = join(state, other)
-    # Back in the caller: its locals, plus whatever the helper did to attributes.
+    # Back in the caller: its locals, plus whatever the helper did to attributes (most of them
+    # are bound to what the caller had: only the others are looked at).
     merged = dict(caller_env)
-    for key, value in state.env.items():
+    had = caller_env.get
+    for key, value in [(k, v) for k, v in state.env.items() if had(k, _MISSING) is not v]:
         if key.startswith(("self.", "cls.")):
             merged[key] = value
     state.env = merged
