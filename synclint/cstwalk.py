@@ -28,8 +28,8 @@ import re
 import typing
 import weakref
 from bisect import bisect_left
-from itertools import chain
 from collections.abc import Mapping
+from itertools import chain
 from typing import Callable, Iterator
 
 import libcst as cst

@@ -135,6 +135,7 @@ class Interpreter:
         #: Storages whose ``alloc_op`` this interpreter set (cleared by :meth:`close`).
         self.allocated: list[Storage] = []
         self.exprs = ExpressionEvaluator(self)
+        self._statement_handlers = _STATEMENT_HANDLERS.setdefault(self.__class__, {})
 
     # -- ops and clocks ----------------------------------------------------------------------------
 
@@ -429,7 +430,7 @@ class Interpreter:
         self.run_block(suite.body)
 
     def statement(self, stmt: cst.CSTNode) -> None:
-        handlers = _STATEMENT_HANDLERS.setdefault(self.__class__, {})
+        handlers = self._statement_handlers
         handler = handlers.get(stmt.__class__, _UNSEEN)
         if handler is _UNSEEN:  # a dictionary look-up, not a method name built per statement
             handler = handlers[stmt.__class__] = getattr(self.__class__, f"st_{stmt.__class__.__name__}", None)
