@@ -148,20 +148,50 @@ def parse_module(text: str) -> cst.Module:
         return cst.parse_module(text)
 
 
+#: CPython's tokenizer limits: past them it refuses a file that has no syntax error otherwise.
+_CPYTHON_LIMITS = frozenset({"too many nested parentheses", "too many levels of indentation"})
+
+
+def beyond_cpython_limits(source: str, path: str) -> Diagnostic | None:
+    """SYN001 for a file CPython gives up on because of its nesting (more than 200 brackets deep,
+    an expression its parser cannot hold): CPython could not run it either. libcst is not asked:
+    its native parser has no such limits and overflows its stack on such a file (a segmentation
+    fault, from about 2,000 nested brackets). None when CPython parses the file or rejects it for
+    another reason."""
+    tree, error = python_parse(source, path)
+    if tree is not None:
+        return None
+    if error is None:  # RecursionError or MemoryError: the parser's own stack guard
+        at = Position(1, 1)
+        message = "cannot parse: too deeply nested to parse (CPython gives up on it too)"
+    elif error.msg in _CPYTHON_LIMITS:
+        at = Position(max(1, error.lineno or 1), max(1, error.offset or 1))
+        message = f"syntax error: {error.msg}"
+    else:
+        return None
+    return Diagnostic("SYN001", message, path, Span(at, at), noqa_line=at.line, noqa_end_line=at.line)
+
+
 def analyse(
     source: str,
     path: str = "<string>",
     codes: Iterable[str] | None = None,
     settings: AnalysisSettings | None = None,
     sliced: str | None = None,
+    python_parsed: bool = False,
 ) -> Analysis:
     """Parse and run the rules, isolating rule crashes.
 
     ``sliced`` is the text to parse when it is not ``source`` itself: the file with the definitions
     no rule can report on blanked out (:mod:`synclint.slicing`; same lines, same columns). Rules
-    still see ``source`` as the file's text."""
+    still see ``source`` as the file's text. ``python_parsed`` says CPython is known to parse
+    ``source``; otherwise it is asked first (see :func:`beyond_cpython_limits`)."""
     settings = settings or AnalysisSettings()
     selected = default_codes() if codes is None else frozenset(codes)
+    if not python_parsed:
+        too_deep = beyond_cpython_limits(source, path)
+        if too_deep is not None:
+            return Analysis([too_deep] if "SYN001" in selected else [], parsed=False)
     try:
         module = parse_module(source if sliced is None else sliced)
     except cst.ParserSyntaxError as error:

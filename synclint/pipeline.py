@@ -254,9 +254,10 @@ def lint_text(
         from synclint.engine import analyse
 
         sliced = plan.text if plan.dropped else None
-        analysis = analyse(text, path, run, file_settings.settings, sliced=sliced)
+        known = plan.tree is not None  # CPython parsed it: no need to ask again before libcst
+        analysis = analyse(text, path, run, file_settings.settings, sliced=sliced, python_parsed=known)
         if sliced is not None and not analysis.parsed:  # the slice confused libcst: whole file
-            analysis = analyse(text, path, run, file_settings.settings)
+            analysis = analyse(text, path, run, file_settings.settings, python_parsed=known)
     result = FileResult(path=path, source=text)
     for crash in analysis.crashes:
         result.errors.append(

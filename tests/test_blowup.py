@@ -7,6 +7,10 @@ recursive visitors die on long expression chains. Each case below is large enoug
 or near-linear analysis takes well under a second. The bound is generous (shared, noisy CI machines);
 it is there to catch blow-ups, not to measure speed.
 
+Nesting beyond what CPython accepts is a different failure: libcst's native parser overflows its
+stack on it (a segmentation fault), so such files must get SYN001 without reaching libcst
+(``test_nesting_cpython_refuses_is_syn001_not_a_crash``).
+
 Every rule is enabled, including the ones off by default, and each source is checked to be valid
 Python first so that a SYN001 short-cut cannot make a case pass.
 
@@ -230,3 +234,34 @@ def test_pathological_input_lints_in_bounded_time(name):
     # lint_source raises when a rule crashes (RecursionError included), so reaching this line means
     # every rule finished; and the input was not dismissed as unparsable either.
     assert not [d for d in diagnostics if d.code == "SYN001"]
+
+
+NESTED_BEYOND_CPYTHON = {
+    # CPython's tokenizer refuses more than 200 nested brackets; libcst's native parser overflows
+    # its stack (a segmentation fault, no exception) from about 2,000.
+    "brackets": "x = " + "[" * 5_000 + "]" * 5_000 + "\n",
+    "calls": "import torch\nx = " + "torch.cuda.synchronize(" * 3_000 + ")" * 3_000 + "\n",
+    # CPython's parser gives up (MemoryError) before libcst's crashes, from about 3,500 lambdas.
+    "lambdas": "x = " + "lambda: " * 4_000 + "1\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED_BEYOND_CPYTHON))
+def test_nesting_cpython_refuses_is_syn001_not_a_crash(name, tmp_path):
+    """Run in a child process: without the guard the crash would take pytest down with it."""
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(NESTED_BEYOND_CPYTHON[name])
+    run = subprocess.run(
+        [sys.executable, "-m", "synclint", "check", "--no-cache", "--output-format", "json", str(path)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
+    found = json.loads(run.stdout)
+    assert [(d["code"], d["filename"]) for d in found] == [("SYN001", str(path))]
+    assert "nested" in found[0]["message"]
+    # the same without the prefilter (the engine's own path), in this process
+    assert [d.code for d in lint_source(NESTED_BEYOND_CPYTHON[name], path="x.py")] == ["SYN001"]
