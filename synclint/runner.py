@@ -2,7 +2,9 @@
 
 Each file is one :class:`Job`, handled by :func:`run_job` in this process or in a worker. Worker
 processes pay off only with enough files (start-up costs a few hundred milliseconds), so small runs
-stay serial. Results are sorted by path, so the output never depends on scheduling.
+stay serial. Results are sorted by path, so the output never depends on scheduling. A worker
+that dies (a crash outside Python) costs only the file it was linting: see
+:func:`_after_a_dead_worker`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import gc
 import os
 import traceback
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,10 +202,14 @@ def run_jobs(jobs: list[Job], parallel: bool = True) -> list[FileResult]:
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if parallel and len(pending) >= PARALLEL_THRESHOLD and workers > 1:
         pending.sort(key=_size, reverse=True)
+        done = []
         try:
             with ProcessPoolExecutor(max_workers=workers, initializer=tune_gc) as pool:
                 chunk = max(1, min(8, len(pending) // (workers * 16)))
-                done = list(pool.map(run_job, pending, chunksize=chunk))
+                for result in pool.map(run_job, pending, chunksize=chunk):
+                    done.append(result)  # in order: what is done when a worker dies is known
+        except BrokenProcessPool:
+            done.extend(_after_a_dead_worker(pending[len(done):]))
         except (OSError, RuntimeError, ImportError):
             done = None  # no worker processes here (sandbox, frozen app): go serial
     if done is None:
@@ -210,3 +217,35 @@ def run_jobs(jobs: list[Job], parallel: bool = True) -> list[FileResult]:
             done = [run_job(job) for job in pending]
     results.extend(done)
     return sorted(results, key=lambda r: r.path)
+
+
+def _after_a_dead_worker(remaining: list[Job]) -> list[FileResult]:
+    """Lint what was left when a worker process died (a crash in native code, such as a parser
+    overflowing its stack, or the system killing it), without dying the same way here.
+
+    The jobs run again in one worker at a time, in order, so that when a worker dies again the
+    file it was linting is the first one not done: that file gets an error (exit status 2) and
+    the others are linted. Never in this process: whatever killed the worker would kill the run."""
+    done: list[FileResult] = []
+    while remaining:
+        finished = 0
+        try:
+            with ProcessPoolExecutor(max_workers=1, initializer=tune_gc) as pool:
+                for result in pool.map(run_job, remaining):
+                    done.append(result)
+                    finished += 1
+            return done
+        except BrokenProcessPool:
+            culprit = remaining[finished]
+            done.append(
+                FileResult(
+                    culprit.display,
+                    errors=[
+                        f"internal error: the process linting {culprit.display} died (a crash "
+                        "outside Python, or killed by the system); the file was not linted "
+                        "(this is a synclint bug; please report it with the file)"
+                    ],
+                )
+            )
+            remaining = remaining[finished + 1 :]
+    return done

@@ -99,3 +99,54 @@ def test_parsing_without_validation_gives_libcst_s_tree_and_restores_the_hook():
     assert cst.CSTNode.__dict__["__post_init__"] is hook
     with pytest.raises(cst.CSTValidationError):  # hand-built nodes are still validated
         cst.Name("not a name")
+
+
+CRASHING_RUN = """
+import os, sys, json
+sys.path.insert(0, sys.argv[2])
+from frame_helpers import MarkerRule
+from synclint.pipeline import FileSettings, _triggers_for
+from synclint.rules.registry import all_rules
+from synclint.runner import Job, run_jobs
+
+class Explodes(MarkerRule):
+    code = "SYN903"
+    triggers = ("explode",)
+
+    def check(self, ctx):
+        if "explode()" in ctx.source:
+            os.abort()  # a crash outside Python, as a native parser's stack overflow is
+        return iter(())
+
+all_rules()["SYN901"], all_rules()["SYN903"] = MarkerRule, Explodes
+_triggers_for.cache_clear()
+root = sys.argv[1]
+jobs = []
+for index in range(40):
+    path = os.path.join(root, f"f{index:02d}.py")
+    with open(path, "w") as out:
+        out.write("explode()\\n" if index == 7 else "marker()\\n")
+    jobs.append(Job(path, f"f{index:02d}.py", FileSettings(frozenset({"SYN901", "SYN903"}))))
+results = run_jobs(jobs, parallel=True)
+print(json.dumps([(r.path, [d.code for d in r.diagnostics], r.errors) for r in results]))
+"""
+
+
+def test_a_worker_that_dies_costs_its_file_not_the_run(tmp_path):
+    """A worker killed by a crash outside Python (or by the system) must not take the run down:
+    the file it was linting gets an error, every other file is linted. In a child process, since
+    without this the retry would crash the process that runs it."""
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", CRASHING_RUN, str(tmp_path), str(Path(__file__).parent)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    results = {path: (codes, errors) for path, codes, errors in json.loads(run.stdout)}
+    assert len(results) == 40
+    codes, errors = results.pop("f07.py")
+    assert codes == [] and len(errors) == 1 and "died" in errors[0]
+    assert all(codes == ["SYN901"] and not errors for codes, errors in results.values())
