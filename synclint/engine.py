@@ -59,28 +59,26 @@ def syntax_error_diagnostic(
     *, +, ..."), else libcst's (a construct libcst cannot parse yet)."""
     python_error = python_parse(source, path)[1] if source is not None else None
     if python_error is not None and python_error.lineno:
-        line = max(1, python_error.lineno)
-        column = max(1, python_error.offset or 1)
-        message = f"syntax error: {python_error.msg}"
+        return _python_syntax_error(path, python_error)
+    raw = (error.message or "").replace("parser error: ", "", 1)
+    at = _LIBCST_AT.search(raw)
+    if at:
+        line, column = int(at.group(1)), int(at.group(2)) + 1
+        raw = raw[: at.start()] + raw[at.end() :]
     else:
-        raw = (error.message or "").replace("parser error: ", "", 1)
-        at = _LIBCST_AT.search(raw)
-        if at:
-            line, column = int(at.group(1)), int(at.group(2)) + 1
-            raw = raw[: at.start()] + raw[at.end() :]
-        else:
-            line, column = max(1, error.raw_line), max(1, error.raw_column + 1)
-        reason = " ".join(raw.split()) or "invalid syntax"
-        message = f"cannot parse: {reason}"
-    at_position = Position(line, column)
-    return Diagnostic(
-        code="SYN001",
-        message=message,
-        path=path,
-        span=Span(at_position, at_position),
-        noqa_line=line,
-        noqa_end_line=line,
-    )
+        line, column = max(1, error.raw_line), max(1, error.raw_column + 1)
+    reason = " ".join(raw.split()) or "invalid syntax"
+    return _syn001(path, line, column, f"cannot parse: {reason}")
+
+
+def _python_syntax_error(path: str, error: SyntaxError) -> Diagnostic:
+    """SYN001 with CPython's message and position."""
+    return _syn001(path, max(1, error.lineno or 1), max(1, error.offset or 1), f"syntax error: {error.msg}")
+
+
+def _syn001(path: str, line: int, column: int, message: str) -> Diagnostic:
+    at = Position(line, column)
+    return Diagnostic("SYN001", message, path, Span(at, at), noqa_line=line, noqa_end_line=line)
 
 
 def run_rules(
@@ -162,14 +160,8 @@ def beyond_cpython_limits(source: str, path: str) -> Diagnostic | None:
     if tree is not None:
         return None
     if error is None:  # RecursionError or MemoryError: the parser's own stack guard
-        at = Position(1, 1)
-        message = "cannot parse: too deeply nested to parse (CPython gives up on it too)"
-    elif error.msg in _CPYTHON_LIMITS:
-        at = Position(max(1, error.lineno or 1), max(1, error.offset or 1))
-        message = f"syntax error: {error.msg}"
-    else:
-        return None
-    return Diagnostic("SYN001", message, path, Span(at, at), noqa_line=at.line, noqa_end_line=at.line)
+        return _syn001(path, 1, 1, "cannot parse: too deeply nested to parse (CPython gives up on it too)")
+    return _python_syntax_error(path, error) if error.msg in _CPYTHON_LIMITS else None
 
 
 def analyse(
@@ -199,13 +191,8 @@ def analyse(
         return Analysis(found, parsed=False)
     except (RecursionError, MemoryError) as error:
         # Pathologically deep nesting: report it like a syntax error rather than crash.
-        at = Position(1, 1)
         reason = "too deeply nested to parse" if isinstance(error, RecursionError) else "too large"
-        found = (
-            [Diagnostic("SYN001", f"cannot parse: {reason}", path, Span(at, at), noqa_line=1)]
-            if "SYN001" in selected
-            else []
-        )
+        found = [_syn001(path, 1, 1, f"cannot parse: {reason}")] if "SYN001" in selected else []
         return Analysis(found, parsed=False)
     crashes: list[RuleCrash] = []
     register(module)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-
 from synclint.mirror import SourceText
 from synclint.mirror_code import SourceCode
 from synclint.rules.base import RuleContext
