@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from synclint.config import ConfigError
-from synclint.discovery import Discoverer, PathError
+from synclint.discovery import Discoverer, PathError, below
 from synclint.fixer import split_lines
 from synclint.output import Report, render, summary, use_color
 from synclint.pipeline import FileResult
@@ -49,10 +49,10 @@ class CheckOptions:
 
 
 def display_path(path: Path, cwd: Path) -> str:
-    try:
-        return path.relative_to(cwd).as_posix()
-    except ValueError:
-        return str(path)
+    """``path`` as reports show it: relative to ``cwd`` when below it (POSIX form), else as is."""
+    shown = str(path)
+    rel = below(shown, str(cwd))
+    return shown if rel is None else rel
 
 
 def _jobs(options: CheckOptions, project: Project, warn: Callable[[str], None]) -> list[Job]:

@@ -12,11 +12,13 @@ warning. Output order does not depend on the walk: the caller sorts.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import pathspec
+from pathspec.util import normalize_file
 
 DEFAULT_EXCLUDE = (
     ".bzr",
@@ -68,45 +70,93 @@ class ExcludeRules:
         return pathspec.GitIgnoreSpec.from_lines(self.patterns)
 
 
-def _relative(path: Path, root: Path) -> str | None:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return None
+def below(path: str, directory: str) -> str | None:
+    """``path`` relative to ``directory`` (both absolute and normalised), in POSIX form, or None
+    when it is not below it: ``Path.relative_to`` on strings (no ``Path`` per file and pattern)."""
+    prefix = directory if directory.endswith(os.sep) else directory + os.sep
+    if not path.startswith(prefix):
+        return "." if path == directory else None
+    rel = path[len(prefix) :]
+    return rel if os.sep == "/" else rel.replace(os.sep, "/")
+
+
+_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+class _Matcher:
+    """Whether a gitignore-style spec ignores a path, as ``spec.match_file`` answers.
+
+    pathspec turns each line into a pattern (a regular expression) and decides what negation
+    means; its pure-Python backend then tries the patterns one by one: the 29 default excludes
+    for every file and directory of a walk. When no pattern negates, a path is ignored exactly
+    when some pattern matches, which one search of the patterns joined into a single expression
+    answers. (Their named groups, which only tell pathspec's negation rules what kind of pattern
+    matched, become plain groups: names may not repeat in one expression.) With a negation the
+    spec answers itself."""
+
+    __slots__ = ("_spec", "_joined")
+
+    def __init__(self, spec: pathspec.PathSpec) -> None:
+        self._spec = spec
+        self._joined: re.Pattern | None = None
+        active = [p for p in spec.patterns if p.include is not None]
+        joinable = all(
+            p.include and isinstance(getattr(p, "regex", None), re.Pattern)
+            and isinstance(p.regex.pattern, str)
+            for p in active
+        )
+        if joinable:
+            alternatives = [_GROUP.sub("(?:", p.regex.pattern) for p in active]
+            self._joined = re.compile("|".join(f"(?:{a})" for a in alternatives) or "(?!)")
+
+    def __call__(self, path: str) -> bool:
+        if self._joined is None:
+            return self._spec.match_file(path)
+        return self._joined.search(normalize_file(path)) is not None
 
 
 @dataclass
 class _GitIgnores:
-    """``.gitignore`` specs keyed by the directory they live in."""
+    """``.gitignore`` matchers keyed by the directory they live in (absolute, as a string)."""
 
-    specs: dict[Path, pathspec.PathSpec | None] = field(default_factory=dict)
+    matchers: dict[str, _Matcher | None] = field(default_factory=dict)
 
-    def spec_for(self, directory: Path) -> pathspec.PathSpec | None:
-        if directory not in self.specs:
-            spec = None
-            ignore_file = directory / ".gitignore"
+    def matcher_for(self, directory: str) -> _Matcher | None:
+        if directory not in self.matchers:
+            matcher = None
+            ignore_file = os.path.join(directory, ".gitignore")
             try:
-                if ignore_file.is_file():
-                    lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-                    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+                if os.path.isfile(ignore_file):
+                    with open(ignore_file, encoding="utf-8", errors="replace") as handle:
+                        lines = handle.read().splitlines()
+                    matcher = _Matcher(pathspec.GitIgnoreSpec.from_lines(lines))
             except OSError:
-                spec = None
-            self.specs[directory] = spec
-        return self.specs[directory]
+                matcher = None
+            self.matchers[directory] = matcher
+        return self.matchers[directory]
 
-    def ignored(self, path: Path, is_dir: bool, top: Path) -> bool:
-        """Whether any .gitignore between ``top`` (a repository root or the walk's start) and the
-        path's directory ignores it."""
-        directory = path.parent
+    def chain(self, directory: str, top: str) -> tuple[tuple[str, _Matcher], ...]:
+        """The ``.gitignore`` files that apply to what ``directory`` holds: its own and those of
+        its parents up to ``top`` (a repository root or the walk's start), nearest first."""
+        found = []
         while True:
-            spec = self.spec_for(directory)
-            if spec is not None:
-                rel = _relative(path, directory)
-                if rel is not None and spec.match_file(rel + ("/" if is_dir else "")):
-                    return True
-            if directory == top or directory.parent == directory:
-                return False
-            directory = directory.parent
+            matcher = self.matcher_for(directory)
+            if matcher is not None:
+                found.append((directory, matcher))
+            parent = os.path.dirname(directory)
+            if directory == top or parent == directory:
+                return tuple(found)
+            directory = parent
+
+    @staticmethod
+    def ignores(chain: tuple[tuple[str, _Matcher], ...], path: str, is_dir: bool) -> bool:
+        """Whether one of the ``.gitignore`` files of ``chain`` ignores ``path`` (in a directory
+        the chain is for)."""
+        for directory, matcher in chain:
+            rel = below(path, directory)
+            if rel is not None and matcher(rel + ("/" if is_dir else "")):
+                return True
+        return False
 
 
 def _git_top(start: Path) -> Path:
@@ -116,8 +166,20 @@ def _git_top(start: Path) -> Path:
     return start
 
 
+class _Exclusion(NamedTuple):
+    """An :class:`ExcludeRules` made ready for a walk."""
+
+    matches: _Matcher
+    root: str
+    respect_gitignore: bool
+
+
 class Discoverer:
-    """Expands command-line paths into files, with the exclusions of each path's configuration."""
+    """Expands command-line paths into files, with the exclusions of each path's configuration.
+
+    The walk works on strings and ``os.scandir`` entries, which know from the directory listing
+    whether they are directories or links: on a large tree a ``Path`` object and a ``stat`` per
+    file and per pattern cost more than the rest of the walk."""
 
     def __init__(
         self,
@@ -129,79 +191,109 @@ class Discoverer:
         self._force_exclude = force_exclude
         self._warn = warn
         self._gitignores = _GitIgnores()
-        self._specs: dict[ExcludeRules, pathspec.PathSpec] = {}
+        self._exclusions: dict[ExcludeRules, _Exclusion] = {}
 
-    def _excluded(self, path: Path, is_dir: bool, rules: ExcludeRules, top: Path) -> bool:
-        name = path.name
-        if is_dir and (path / "pyvenv.cfg").is_file():
+    def _exclusion(self, rules: ExcludeRules) -> _Exclusion:
+        exclusion = self._exclusions.get(rules)
+        if exclusion is None:
+            exclusion = self._exclusions[rules] = _Exclusion(
+                _Matcher(rules.spec()), str(rules.root), rules.respect_gitignore
+            )
+        return exclusion
+
+    @staticmethod
+    def _excluded(path: str, is_dir: bool, exclusion: _Exclusion, chain) -> bool:
+        """Whether ``path`` is excluded: a virtual environment, an exclude pattern (matched on
+        its name and on its path below the configuration's root), or a ``.gitignore`` of
+        ``chain`` (those of the directory that holds it and of its parents)."""
+        if is_dir and os.path.isfile(os.path.join(path, "pyvenv.cfg")):
             return True
-        spec = self._specs.get(rules)
-        if spec is None:
-            spec = self._specs[rules] = rules.spec()
+        matches = exclusion.matches
         suffix = "/" if is_dir else ""
-        rel = _relative(path, rules.root)
-        if spec.match_file(name + suffix) or (rel is not None and spec.match_file(rel + suffix)):
+        rel = below(path, exclusion.root)
+        if matches(os.path.basename(path) + suffix) or (rel is not None and matches(rel + suffix)):
             return True
-        return rules.respect_gitignore and self._gitignores.ignored(path, is_dir, top)
+        return exclusion.respect_gitignore and _GitIgnores.ignores(chain, path, is_dir)
+
+    def _excluded_named(self, path: str, is_dir: bool, rules: ExcludeRules, top: str) -> bool:
+        chain = self._gitignores.chain(os.path.dirname(path), top) if rules.respect_gitignore else ()
+        return self._excluded(path, is_dir, self._exclusion(rules), chain)
 
     def files(self, paths: list[Path]) -> Iterator[Path]:
         """Every file to lint, each once (absolute paths; order of discovery)."""
-        seen: set[Path] = set()
+        seen: set[str] = set()
         for given in paths:
-            absolute = Path(os.path.abspath(given))
+            absolute = os.path.abspath(given)
             if not os.path.lexists(absolute):
                 raise PathError(f"{given}: no such file or directory")
-            if not absolute.exists():
+            if not os.path.exists(absolute):
                 raise PathError(f"{given}: broken symbolic link (or a link loop)")
-            rules = self._rules_for(absolute if absolute.is_dir() else absolute.parent)
-            top = _git_top(absolute if absolute.is_dir() else absolute.parent)
-            if absolute.is_dir():
-                if self._force_exclude and self._excluded(absolute, True, rules, top):
+            is_dir = os.path.isdir(absolute)
+            directory = absolute if is_dir else os.path.dirname(absolute)
+            rules = self._rules_for(Path(directory))
+            top = str(_git_top(Path(directory)))
+            if is_dir:
+                if self._force_exclude and self._excluded_named(absolute, True, rules, top):
                     continue
                 for found in self._walk(absolute, rules, top):
                     if found not in seen:
                         seen.add(found)
-                        yield found
+                        yield Path(found)
             else:
                 if self._force_exclude and (
-                    self._excluded(absolute, False, rules, top)
+                    self._excluded_named(absolute, False, rules, top)
                     or self._in_excluded_dir(absolute, rules, top)
                 ):
                     continue
                 if absolute not in seen:
                     seen.add(absolute)
-                    yield absolute
+                    yield Path(absolute)
 
-    def _in_excluded_dir(self, path: Path, rules: ExcludeRules, top: Path) -> bool:
-        for parent in path.parents:
-            if parent == rules.root or _relative(parent, rules.root) is None:
+    def _in_excluded_dir(self, path: str, rules: ExcludeRules, top: str) -> bool:
+        root = str(rules.root)
+        parent = os.path.dirname(path)
+        while True:
+            if parent == root or below(parent, root) is None:
                 return False
-            if self._excluded(parent, True, rules, top):
+            if self._excluded_named(parent, True, rules, top):
                 return True
-        return False
+            up = os.path.dirname(parent)
+            if up == parent:
+                return False
+            parent = up
 
-    def _walk(self, root: Path, rules: ExcludeRules, top: Path) -> Iterator[Path]:
-        def on_error(error: OSError) -> None:
-            self._warn(f"cannot read directory {error.filename}: {error.strerror}")
-
-        for directory, dirnames, filenames in os.walk(root, onerror=on_error):
-            base = Path(directory)
-            kept = []
-            for name in sorted(dirnames):
-                sub = base / name
-                if sub.is_symlink():
-                    continue  # never follow directory links: no loops, no escaping the tree
-                if not self._excluded(sub, True, rules, top):
-                    kept.append(name)
-            dirnames[:] = kept
-            for name in sorted(filenames):
-                if not name.endswith(PYTHON_SUFFIXES):
+    def _walk(self, root: str, rules: ExcludeRules, top: str) -> Iterator[str]:
+        """Top down, in name order: a directory's files, then its subdirectories (what
+        ``os.walk`` with sorted names gives). Links to directories are never followed."""
+        gitignores = self._gitignores
+        exclusion = self._exclusion(rules)
+        pending = [root]
+        while pending:
+            directory = pending.pop()
+            try:
+                with os.scandir(directory) as listing:
+                    entries = sorted(listing, key=lambda entry: entry.name)
+            except OSError as error:
+                self._warn(f"cannot read directory {error.filename}: {error.strerror}")
+                continue
+            chain = gitignores.chain(directory, top) if rules.respect_gitignore else ()
+            subdirectories = []
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if entry.is_symlink():
+                        continue  # never follow directory links: no loops, no escaping the tree
+                    if not self._excluded(entry.path, True, exclusion, chain):
+                        subdirectories.append(entry.path)
                     continue
-                path = base / name
-                if not path.exists():
-                    self._warn(f"skipping {path}: broken symbolic link (or a link loop)")
+                if not entry.name.endswith(PYTHON_SUFFIXES):
                     continue
-                if path.is_dir():
+                if entry.is_symlink() and not os.path.exists(entry.path):
+                    self._warn(f"skipping {entry.path}: broken symbolic link (or a link loop)")
                     continue
-                if not self._excluded(path, False, rules, top):
-                    yield path
+                if not self._excluded(entry.path, False, exclusion, chain):
+                    yield entry.path
+            pending.extend(reversed(subdirectories))

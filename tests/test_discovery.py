@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pathspec
 import pytest
 from frame_helpers import write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from synclint.discovery import Discoverer, ExcludeRules, PathError
+from synclint.discovery import Discoverer, ExcludeRules, PathError, _Matcher
 from synclint.project import Overrides, Project
 
 
@@ -113,3 +116,49 @@ def test_exclude_rules_match_relative_to_config_root(tmp_path):
     spec = rules.spec()
     assert spec.match_file("top_only.py")
     assert not spec.match_file("sub/top_only.py")
+
+
+def test_gitignore_negation_and_directory_patterns(project):
+    (project / ".git").mkdir()
+    write(project / ".gitignore", "gen_*.py\n!gen_keep.py\ncache/\n/top.py\n")
+    for name in ("gen_a.py", "gen_keep.py", "top.py", "sub/top.py", "cache/c.py", "sub/cache/d.py"):
+        write(project / name, "x = 1\n")
+    assert discovered(project, ".") == ["gen_keep.py", "sub/top.py"]
+
+
+_PATTERN_PARTS = st.sampled_from(
+    ["a", "b.py", "*.py", "**", "*", "dir", "?", "[ab]", "x*y", ".hidden", "build"]
+)
+_PATTERNS = st.builds(
+    lambda neg, lead, parts, trail: ("!" if neg else "") + ("/" if lead else "")
+    + "/".join(parts) + ("/" if trail else ""),
+    st.booleans(),
+    st.booleans(),
+    st.lists(_PATTERN_PARTS, min_size=1, max_size=3),
+    st.booleans(),
+)
+_PATHS = st.builds(
+    lambda parts, is_dir: "/".join(parts) + ("/" if is_dir else ""),
+    st.lists(st.sampled_from(["a", "b.py", "dir", "x_y", "xay", ".hidden", "build", "c.py"]),
+             min_size=1, max_size=4),
+    st.booleans(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PATTERNS, max_size=6), st.lists(_PATHS, min_size=1, max_size=8))
+def test_joined_patterns_answer_as_pathspec_does(patterns, paths):
+    """The walk's matcher joins patterns into one expression when none negates: it must say
+    what pathspec says for every path, negations and directory patterns included."""
+    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+    matches = _Matcher(spec)
+    for path in paths:
+        assert matches(path) == spec.match_file(path), (patterns, path)
+
+
+def test_default_excludes_are_joined():
+    from synclint.discovery import DEFAULT_EXCLUDE
+
+    matches = _Matcher(pathspec.GitIgnoreSpec.from_lines(DEFAULT_EXCLUDE))
+    assert matches._joined is not None  # the fast path is the one walks take by default
+    assert matches("build/") and matches("pkg/x.egg-info/") and not matches("src/")
