@@ -94,7 +94,7 @@ class _Matcher:
     matched, become plain groups: names may not repeat in one expression.) With a negation the
     spec answers itself."""
 
-    __slots__ = ("_spec", "_joined")
+    __slots__ = ("_joined", "_spec")
 
     def __init__(self, spec: pathspec.PathSpec) -> None:
         self._spec = spec
