@@ -82,3 +82,9 @@ class Diagnostic:
 
     def sort_key(self) -> tuple:
         return (self.path, self.span.start.line, self.span.start.column, self.code, self.message)
+
+
+def unparsable(path: str, line: int, column: int, message: str) -> Diagnostic:
+    """SYN001 at one point: a file that cannot be decoded or parsed."""
+    at = Position(line, column)
+    return Diagnostic("SYN001", message, path, Span(at, at), noqa_line=line, noqa_end_line=line)

@@ -20,7 +20,7 @@ import libcst as cst
 
 from synclint.astscan import python_parse
 from synclint.cstwalk import register
-from synclint.diagnostics import Diagnostic, Position, Span
+from synclint.diagnostics import Diagnostic, unparsable
 from synclint.rules.base import Rule, RuleContext
 from synclint.rules.registry import all_rules
 from synclint.settings import AnalysisSettings
@@ -52,12 +52,12 @@ _LIBCST_AT = re.compile(r"error at (\d+):(\d+):\s*")
 
 
 def syntax_error_diagnostic(
-    path: str, error: cst.ParserSyntaxError, source: str | None = None
+    path: str, error: cst.ParserSyntaxError, python_error: SyntaxError | None = None
 ) -> Diagnostic:
-    """SYN001 with CPython's message and position when CPython rejects the file too (far more
-    readable than the parser generator's: "'(' was never closed" instead of "expected one of (, ),
-    *, +, ..."), else libcst's (a construct libcst cannot parse yet)."""
-    python_error = python_parse(source, path)[1] if source is not None else None
+    """SYN001 with CPython's message and position when CPython rejects the file too
+    (``python_error``: far more readable than the parser generator's, "'(' was never closed"
+    instead of "expected one of (, ), *, +, ..."), else libcst's (a construct libcst cannot parse
+    yet)."""
     if python_error is not None and python_error.lineno:
         return _python_syntax_error(path, python_error)
     raw = (error.message or "").replace("parser error: ", "", 1)
@@ -68,17 +68,12 @@ def syntax_error_diagnostic(
     else:
         line, column = max(1, error.raw_line), max(1, error.raw_column + 1)
     reason = " ".join(raw.split()) or "invalid syntax"
-    return _syn001(path, line, column, f"cannot parse: {reason}")
+    return unparsable(path, line, column, f"cannot parse: {reason}")
 
 
 def _python_syntax_error(path: str, error: SyntaxError) -> Diagnostic:
     """SYN001 with CPython's message and position."""
-    return _syn001(path, max(1, error.lineno or 1), max(1, error.offset or 1), f"syntax error: {error.msg}")
-
-
-def _syn001(path: str, line: int, column: int, message: str) -> Diagnostic:
-    at = Position(line, column)
-    return Diagnostic("SYN001", message, path, Span(at, at), noqa_line=line, noqa_end_line=line)
+    return unparsable(path, max(1, error.lineno or 1), max(1, error.offset or 1), f"syntax error: {error.msg}")
 
 
 def run_rules(
@@ -150,17 +145,14 @@ def parse_module(text: str) -> cst.Module:
 _CPYTHON_LIMITS = frozenset({"too many nested parentheses", "too many levels of indentation"})
 
 
-def beyond_cpython_limits(source: str, path: str) -> Diagnostic | None:
-    """SYN001 for a file CPython gives up on because of its nesting (more than 200 brackets deep,
+def _beyond_cpython_limits(path: str, error: SyntaxError | None) -> Diagnostic | None:
+    """SYN001 for a file CPython refused (``error``: its complaint, None when it gave up, see
+    :func:`~synclint.astscan.python_parse`) because of its nesting (more than 200 brackets deep,
     an expression its parser cannot hold): CPython could not run it either. libcst is not asked:
     its native parser has no such limits and overflows its stack on such a file (a segmentation
-    fault, from about 2,000 nested brackets). None when CPython parses the file or rejects it for
-    another reason."""
-    tree, error = python_parse(source, path)
-    if tree is not None:
-        return None
+    fault, from about 2,000 nested brackets). None when CPython refused it for another reason."""
     if error is None:  # RecursionError or MemoryError: the parser's own stack guard
-        return _syn001(path, 1, 1, "cannot parse: too deeply nested to parse (CPython gives up on it too)")
+        return unparsable(path, 1, 1, "cannot parse: too deeply nested to parse (CPython gives up on it too)")
     return _python_syntax_error(path, error) if error.msg in _CPYTHON_LIMITS else None
 
 
@@ -177,22 +169,26 @@ def analyse(
     ``sliced`` is the text to parse when it is not ``source`` itself: the file with the definitions
     no rule can report on blanked out (:mod:`synclint.slicing`; same lines, same columns). Rules
     still see ``source`` as the file's text. ``python_parsed`` says CPython is known to parse
-    ``source``; otherwise it is asked first (see :func:`beyond_cpython_limits`)."""
+    ``source``; otherwise it is asked first, once: its verdict keeps libcst from files nested
+    beyond CPython's limits, and its message is SYN001's when libcst rejects the file too."""
     settings = settings or AnalysisSettings()
     selected = default_codes() if codes is None else frozenset(codes)
+    python_error = None
     if not python_parsed:
-        too_deep = beyond_cpython_limits(source, path)
+        tree, python_error = python_parse(source, path)
+        too_deep = None if tree is not None else _beyond_cpython_limits(path, python_error)
+        del tree  # only CPython's verdict is needed, not its tree
         if too_deep is not None:
             return Analysis([too_deep] if "SYN001" in selected else [], parsed=False)
     try:
         module = parse_module(source if sliced is None else sliced)
     except cst.ParserSyntaxError as error:
-        found = [syntax_error_diagnostic(path, error, source)] if "SYN001" in selected else []
+        found = [syntax_error_diagnostic(path, error, python_error)] if "SYN001" in selected else []
         return Analysis(found, parsed=False)
     except (RecursionError, MemoryError) as error:
         # Pathologically deep nesting: report it like a syntax error rather than crash.
         reason = "too deeply nested to parse" if isinstance(error, RecursionError) else "too large"
-        found = [_syn001(path, 1, 1, f"cannot parse: {reason}")] if "SYN001" in selected else []
+        found = [unparsable(path, 1, 1, f"cannot parse: {reason}")] if "SYN001" in selected else []
         return Analysis(found, parsed=False)
     crashes: list[RuleCrash] = []
     register(module)

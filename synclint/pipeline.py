@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from synclint import catalogue
 from synclint.astscan import compiles, python_parse
-from synclint.diagnostics import Diagnostic, Position, Span
+from synclint.diagnostics import Diagnostic, unparsable
 from synclint.settings import AnalysisSettings
 from synclint.slicing import Check, Trigger, blank, irrelevant_definitions
 
@@ -73,11 +73,6 @@ class Decoded:
     problem: Diagnostic | None = None
 
 
-def _point_diagnostic(path: str, line: int, column: int, message: str) -> Diagnostic:
-    at = Position(line, column)
-    return Diagnostic("SYN001", message, path, Span(at, at), noqa_line=line, noqa_end_line=line)
-
-
 def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
     line_start = data.rfind(b"\n", 0, offset) + 1
     line = data.count(b"\n", 0, offset) + 1
@@ -88,7 +83,7 @@ def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
 def _undecodable(
     path: str, line: int, column: int, message: str, encoding: str = "utf-8"
 ) -> Decoded:
-    return Decoded(None, encoding, _point_diagnostic(path, line, column, message))
+    return Decoded(None, encoding, unparsable(path, line, column, message))
 
 
 def decode(data: bytes, path: str) -> Decoded:
