@@ -65,17 +65,23 @@ class SourceCode:
     def _dedented(self, text: str, lineno: int) -> str | None:
         """libcst prints a node alone, outside its block: the lines after the first lose the
         block's indentation where they start with it. Only the line breaks inside brackets are
-        that kind of whitespace: text with a backslash or a triple-quoted string is refused."""
+        that kind of whitespace: after a backslash continuation the next line is kept as it is
+        (``a and \\`` then ``and b``, in an ``if`` or in brackets alike). Text with a
+        triple-quoted string, or a backslash that ends a comment, is refused."""
         if "\n" not in text and "\r" not in text:
             return text
-        if "\\" in text or "'''" in text or '"""' in text:
+        if "'''" in text or '"""' in text:
             return None
         indent = self._block_indent(lineno)
-        if not indent:
-            return text
         lines = _LINE_BREAK.split(text)  # [line, break, line, break, ..., line]
         for i in range(2, len(lines), 2):
-            lines[i] = lines[i].removeprefix(indent)
+            before = lines[i - 2]
+            if before.endswith("\\"):
+                if "#" in before:
+                    return None  # `# a \\`: a comment's backslash, or a string's `#`
+                continue
+            if indent:
+                lines[i] = lines[i].removeprefix(indent)
         return "".join(lines)
 
     def _block_indent(self, lineno: int) -> str:
@@ -106,7 +112,8 @@ class SourceCode:
         return offset(node.lineno, node.col_offset), offset(node.end_lineno, node.end_col_offset)
 
     def _element(self, part: ast.expr, following: ast.expr | None, subscript: ast.Subscript):
-        """``x[a , b]``: libcst's first element is ``a , ``, its last ``b``."""
+        """``x[a , b]``: libcst's first element is ``a , ``, its last ``b`` (and ``b ,\n`` in
+        ``x[a , b ,\n]``)."""
         if part.__class__ is ast.Starred or following.__class__ is ast.Starred:
             return None
         extent = self._extent(part)
@@ -118,10 +125,15 @@ class SourceCode:
         text = self.text
         if following is None:
             stop = self._extent(subscript)[1] - 1  # the closing bracket
-            if text[stop] != "]" or text[end:stop].strip(_BLANK):
-                return None  # a trailing comma, a comment: whose whitespace is it?
-            if part.__class__ is ast.Slice and end < stop:
-                return None  # `x[a:\n]`: a slice's last colon takes the whitespace after it
+            if text[stop] != "]":
+                return None
+            after = text[end:stop].strip(_BLANK)
+            if after not in ("", ","):
+                return None  # a comment: whose whitespace is it?
+            if after or (part.__class__ is ast.Slice and text[end - 1] == ":"):
+                # `x[a,\n]`, `x[a:\n]`: a trailing comma, or a slice's last colon, takes the
+                # whitespace up to the bracket; after an expression it is the bracket's.
+                return self._dedented(text[start:stop], part.lineno)
             return self._dedented(text[start:end], part.lineno)
         extent = self._extent(following)
         if following.__class__ is not ast.Slice:

@@ -204,3 +204,29 @@ def test_code_the_screen_cannot_be_sure_of_takes_the_ordinary_way(monkeypatch):
     text = _exclusive("(a and  b)", "(a and  b)")
     assert _screened(text, "same.py") is True
     assert lint_text(text, "same.py", EVERY_RULE).diagnostics == []
+
+
+FORMATTED = """\
+import torch
+
+def overlap(x, n):
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        head = x[
+            : n // 2
+        ]
+        head.mul_(2)
+    if n > 0 and x.is_cuda \\
+            and head.numel() > 0:
+        torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.current_stream().wait_stream(side)
+    return head + 1
+"""
+
+
+def test_formatted_slices_and_continuations_pass_the_screen():
+    """Code as black writes it (a long slice split over lines, a condition continued with a
+    backslash) is screened, not sent to libcst for nothing: the model reads both texts."""
+    assert lint_text(FORMATTED, "formatted.py", EVERY_RULE, screen=False).diagnostics == []
+    assert _screened(FORMATTED, "formatted.py") is False

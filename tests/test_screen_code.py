@@ -110,6 +110,15 @@ CASES = {
     "tabs": "def f():\n\tx = g(\n\t\ta,\n\t)\n\treturn x\n",
     "crlf_block": "def f():\r\n    return g(\r\n        a,\r\n    )\r\n",
     "crlf": "if (x):\r\n    y = (a +\r\n  b)\r\n",
+    "black_slices": (
+        "def f(x):\n    y = x[\n        a : b + 1\n    ]\n    z = x[\n        :, (c) : (d)\n  ]\n"
+        "    w = x[\n        e:\n    ]\n    v = x[\n        f : g,\n        ]\n    u = x[h:  ]\n"
+    ),
+    "backslash_conditions": (
+        "def f():\n    if a and b \\\n            and (c or\n        d):\n        pass\n"
+        "    assert any(e\n               for e in x) is False or \\\n        y, 'm'\n"
+        "    z = (g and  # h \\\n        i)\n    s = 'a\\\n  b' + t\n"
+    ),
 }
 
 
@@ -124,9 +133,12 @@ def test_cases(name):
 
 def test_parentheses_and_refusals():
     """A node's own parentheses are part of its code, a call's are not; a generator in a call, a
-    trailing comma and a comment between ``(`` and the node get no answer (the file then takes
-    the ordinary way)."""
-    text = "x = (a)\nf(y for y in z)\nv[b,]\nw = c\nassert (d\n        ), 'm'\ng(e)\nh((  # c\n  k))\n"
+    comment after a subscript's last element and a comment between ``(`` and the node get no
+    answer (the file then takes the ordinary way)."""
+    text = (
+        "x = (a)\nf(y for y in z)\nv[b,]\nw = c\nassert (d\n        ), 'm'\ng(e)\nh((  # c\n  k))\n"
+        "u[m,  # n\n]\n"
+    )
     source = SourceText(text, record_origins=True)
     tree = ast.parse(text)
     module = mirror_module(tree, text, (), source)
@@ -134,12 +146,50 @@ def test_parentheses_and_refusals():
     lines = [line.body[0] for line in module.body]
     assert code.code(lines[0].value) == "(a)"
     assert code.code(lines[1].value.args[0].value) is None  # the generator
-    assert code.code(lines[2].value.slice[0]) is None  # `b,`
+    assert code.code(lines[2].value.slice[0]) == "b,"  # the trailing comma is the element's
     assert code.code(lines[3].value) == "c"
     assert code.code(lines[4].test) == "(d\n        )"
     assert code.code(lines[5].value.args[0].value) == "e"
     assert code.code(lines[6].value.args[0].value) is None
+    assert code.code(lines[7].value.slice[0]) is None  # `m,  # n`: whose is the comment?
     assert code.code(module.body[0]) is None  # a statement: never asked, never answered
+
+
+def _code_of(text: str):
+    source = SourceText(text, record_origins=True)
+    tree = ast.parse(text)
+    module = mirror_module(tree, text, (), source)
+    return module, SourceCode(source, tree)
+
+
+def test_multiline_slices_are_answered():
+    """Formatters split long slices over lines: ``x[\\n    a : b\\n]``. The whitespace before
+    ``]`` is the bracket's when the slice ends in an expression, so the element's code is its
+    own text; after a slice's last colon or a trailing comma it is the element's, up to the
+    bracket (less the block's indentation, as libcst prints it)."""
+    text = (
+        "def f(x):\n    y = x[\n        a : b\n    ]\n    z = x[\n        a :\n    ]\n"
+        "    w = x[\n        a : b,\n    ]\n"
+    )
+    module, code = _code_of(text)
+    body = module.body[0].body.body
+    assert code.code(body[0].body[0].value.slice[0]) == "a : b"
+    assert code.code(body[1].body[0].value.slice[0]) == "a :\n"
+    assert code.code(body[2].body[0].value.slice[0]) == "a : b,\n"
+
+
+def test_backslash_continuations_are_kept_as_written():
+    """libcst drops the block's indentation after a line break inside brackets but keeps the
+    line after a backslash continuation as written; a backslash that ends a comment is not a
+    continuation, and is refused."""
+    text = (
+        "def f():\n    if a and b \\\n            and (c or\n        d):\n        pass\n"
+        "    x = (g and  # h \\\n        i)\n"
+    )
+    module, code = _code_of(text)
+    body = module.body[0].body.body
+    assert code.code(body[0].test) == "a and b \\\n            and (c or\n    d)"
+    assert code.code(body[1].body[0].value) is None
 
 
 @pytest.mark.parametrize(
