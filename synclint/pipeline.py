@@ -235,7 +235,6 @@ def lint_text(
     codes = file_settings.codes
     plan = _plan(text, path, codes) if prefilter else _Plan(None, codes, text)
     analysis = plan.analysis
-    directives = parse_directives(text)
     run = plan.codes or codes
     # Suppression comments do not keep a file from the screen: a file it passes has no findings
     # at all, so no comment suppressed anything, which is exactly what SYN002 reports from.
@@ -254,6 +253,7 @@ def lint_text(
         if sliced is not None and not analysis.parsed:  # the slice confused libcst: whole file
             analysis = analyse(text, path, run, file_settings.settings, python_parsed=known)
     result = FileResult(path=path, source=text)
+    directives = parse_directives(text, findings=bool(analysis.diagnostics))
     for crash in analysis.crashes:
         result.errors.append(
             f"internal error: rule {crash.code} crashed on {path}: {crash.summary} "

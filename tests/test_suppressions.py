@@ -143,3 +143,29 @@ def test_other_tools_noqa_comments_are_skipped_without_missing_ours():
     assert [d.codes for d in parse_directives("x = 1  # noqa\n")] == [None]
     assert [d.codes for d in parse_directives("x = 1  # noqa :E501\n")] == [None]  # not a list
     assert [d.kind for d in parse_directives("# SynClint: ignore-file\n")] == ["ignore-file"]
+
+
+def test_bare_noqa_comments_are_not_tokenized_in_a_file_without_findings(fake_rules, monkeypatch):
+    """A bare ``# noqa`` only suppresses findings on its line: in a file with none it does
+    nothing, so the file is not tokenized for it. Directives that name codes, and
+    ``# synclint:`` comments, are still read (SYN002 reports them unused)."""
+    import synclint.suppressions as suppressions
+    from synclint.suppressions import parse_directives
+
+    assert parse_directives("x = 1  # noqa\n", findings=False) == []
+    assert [d.codes for d in parse_directives("x = 1  # noqa\n", findings=True)] == [None]
+    assert [d.codes for d in parse_directives("x  # noqa\ny  # noqa: SYN901\n", findings=False)] == [
+        None,
+        ("SYN901",),
+    ]
+    assert [d.kind for d in parse_directives("x  # synclint: ignore\n", findings=False)] == ["ignore"]
+
+    tokenized = []
+    original = suppressions._comments
+    monkeypatch.setattr(
+        suppressions, "_comments", lambda source: tokenized.append(source) or original(source)
+    )
+    assert found("x = 1  # noqa\n", WITH_SYN002) == []
+    assert tokenized == []
+    assert found("marker()  # noqa\n", WITH_SYN002) == []  # a finding: read, and suppressed
+    assert len(tokenized) == 1
