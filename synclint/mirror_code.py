@@ -112,8 +112,8 @@ class SourceCode:
         return offset(node.lineno, node.col_offset), offset(node.end_lineno, node.end_col_offset)
 
     def _element(self, part: ast.expr, following: ast.expr | None, subscript: ast.Subscript):
-        """``x[a , b]``: libcst's first element is ``a , ``, its last ``b`` (and ``b ,\n`` in
-        ``x[a , b ,\n]``)."""
+        """``x[a , b]``: libcst's first element is ``a , ``, its last ``b``; a trailing comma
+        (``x[a , b ,]``) makes the last one run up to the bracket: ``b ,``."""
         if part.__class__ is ast.Starred or following.__class__ is ast.Starred:
             return None
         extent = self._extent(part)
