@@ -149,7 +149,7 @@ def test_bare_noqa_comments_are_not_tokenized_in_a_file_without_findings(fake_ru
     """A bare ``# noqa`` only suppresses findings on its line: in a file with none it does
     nothing, so the file is not tokenized for it. Directives that name codes, and
     ``# synclint:`` comments, are still read (SYN002 reports them unused)."""
-    import synclint.suppressions as suppressions
+    from synclint import suppressions
     from synclint.suppressions import parse_directives
 
     assert parse_directives("x = 1  # noqa\n", findings=False) == []
