@@ -18,6 +18,7 @@ import hypothesmith
 import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_mirror import TRIVIA, _fields
 
 from synclint.astscan import python_parse
@@ -218,6 +219,94 @@ def test_repository_files(path):
 def test_generated_programs(text):
     result = answers(text)
     if result is not None:
+        assert not result[2]
+
+
+#: Whitespace between tokens as formatters and people write it: line breaks inside brackets,
+#: backslash continuations, comments (a backslash ending one too), blank lines, tabs.
+_GAPS = (
+    "",
+    " ",
+    "  ",
+    "\n",
+    "\n    ",
+    "\n        ",
+    " \\\n",
+    " \\\n  ",
+    "\t",
+    "\n\n    ",
+    "  # c\n    ",
+    "  # c \\\n    ",
+)
+_ATOMS = ("a", "x.y", "f(a)", "(a)", "(a + b)", "n // 2", "s[0]", "'s'", "1", "a[b:c]")
+
+
+@st.composite
+def _expressions(draw, depth=0):
+    gap = st.sampled_from(_GAPS)
+    kind = draw(st.integers(0, 4 if depth < 2 else 0))
+    if kind <= 1:
+        return draw(st.sampled_from(_ATOMS))
+    if kind == 2:
+        operator = draw(st.sampled_from(("+", "and", "*")))
+        left, right = draw(_expressions(depth + 1)), draw(_expressions(depth + 1))
+        return f"{left}{draw(gap)}{operator}{draw(gap)}{right}"
+    if kind == 3:
+        return f"({draw(gap)}{draw(_expressions(depth + 1))}{draw(gap)})"
+    return f"x[{draw(_subscripts(depth + 1))}]"
+
+
+@st.composite
+def _subscripts(draw, depth=0):
+    gap = st.sampled_from(_GAPS)
+    optional = st.one_of(st.just(""), _expressions(depth + 1))
+    elements = []
+    for _ in range(draw(st.integers(1, 3))):
+        if draw(st.booleans()):
+            element = f"{draw(optional)}{draw(gap)}:{draw(gap)}{draw(optional)}"
+            if draw(st.booleans()):
+                element += f"{draw(gap)}:{draw(gap)}{draw(optional)}"
+        else:
+            element = draw(_expressions(depth + 1))
+        elements.append(element)
+    text = draw(gap) + f"{draw(gap)},{draw(gap)}".join(elements)
+    if draw(st.booleans()):
+        text += f"{draw(gap)},"
+    return text + draw(gap)
+
+
+@st.composite
+def _formatted_programs(draw):
+    lines = ["def g():"]
+    for _ in range(3):
+        value = f"x[{draw(_subscripts())}]"
+        other = draw(_expressions())
+        lines.append(
+            draw(
+                st.sampled_from(
+                    (
+                        f"    y = {value}",
+                        f"    if {other} and {value}:\n        pass",
+                        f"    assert {value} or \\\n        {other}, 'm'",
+                        f"    f({value})",
+                    )
+                )
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(_formatted_programs())
+def test_formatted_subscripts_and_continuations(text):
+    """Slices split over lines, trailing commas, backslashes and comments in every position: the
+    cases where libcst's whitespace ownership decides an element's code."""
+    result = answers(text)
+    if result is not None:  # many draws are not valid Python (a comment before a backslash...)
         assert not result[2]
 
 
