@@ -12,8 +12,6 @@ from __future__ import annotations
 import gc
 import os
 import traceback
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,6 +199,10 @@ def run_jobs(jobs: list[Job], parallel: bool = True) -> list[FileResult]:
     done: list[FileResult] | None = None
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if parallel and len(pending) >= PARALLEL_THRESHOLD and workers > 1:
+        # Imported here: a warm run answers every file from the cache and starts no workers.
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
         pending.sort(key=_size, reverse=True)
         done = []
         try:
@@ -209,7 +211,7 @@ def run_jobs(jobs: list[Job], parallel: bool = True) -> list[FileResult]:
                 for result in pool.map(run_job, pending, chunksize=chunk):
                     done.append(result)  # in order: what is done when a worker dies is known
         except BrokenProcessPool:
-            done.extend(_after_a_dead_worker(pending[len(done):]))
+            done.extend(_after_a_dead_worker(pending[len(done) :]))
         except (OSError, RuntimeError, ImportError):
             done = None  # no worker processes here (sandbox, frozen app): go serial
     if done is None:
@@ -226,6 +228,9 @@ def _after_a_dead_worker(remaining: list[Job]) -> list[FileResult]:
     The jobs run again in one worker at a time, in order, so that when a worker dies again the
     file it was linting is the first one not done: that file gets an error (exit status 2) and
     the others are linted. Never in this process: whatever killed the worker would kill the run."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     done: list[FileResult] = []
     while remaining:
         finished = 0

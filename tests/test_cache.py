@@ -113,3 +113,37 @@ def test_clean_removes_the_configured_cache_dir_only_if_ours(project, cli):
     write(project / "var" / "lint-cache" / "precious.txt", "keep\n")
     cli("clean")
     assert (project / "var" / "lint-cache" / "precious.txt").is_file()
+
+
+def test_a_warm_run_imports_neither_the_analysis_nor_the_process_pool(tmp_path):
+    """Every answer comes from the cache, so nothing is analysed and no worker is started: a warm
+    run over many files imports neither libcst nor the process pool (start-up is most of it)."""
+    import os
+    import subprocess
+    import sys
+
+    for i in range(40):  # more than PARALLEL_THRESHOLD: a cold run of these starts workers
+        (tmp_path / f"m{i}.py").write_text(f"import torch\n\nx{i} = torch.zeros(2).to('cuda')\n")
+    probe = (
+        "import sys\n"
+        "from synclint.cli import run\n"
+        "status = run(sys.argv[1:])\n"
+        "heavy = ('libcst', 'concurrent.futures.process', 'multiprocessing')\n"
+        "print('HEAVY', sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
+        "sys.exit(status)\n"
+    )
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", probe, "check", ".", "--exit-zero"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        for _ in range(2)
+    ]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr[-2000:]
+    assert "HEAVY []" not in runs[0].stderr  # the cold run did need them
+    assert "HEAVY []" in runs[1].stderr
