@@ -101,7 +101,8 @@ class _Matcher:
         self._joined: re.Pattern | None = None
         active = [p for p in spec.patterns if p.include is not None]
         joinable = all(
-            p.include and isinstance(getattr(p, "regex", None), re.Pattern)
+            p.include
+            and isinstance(getattr(p, "regex", None), re.Pattern)
             and isinstance(p.regex.pattern, str)
             for p in active
         )
@@ -216,7 +217,9 @@ class Discoverer:
         return exclusion.respect_gitignore and _GitIgnores.ignores(chain, path, is_dir)
 
     def _excluded_named(self, path: str, is_dir: bool, rules: ExcludeRules, top: str) -> bool:
-        chain = self._gitignores.chain(os.path.dirname(path), top) if rules.respect_gitignore else ()
+        chain = (
+            self._gitignores.chain(os.path.dirname(path), top) if rules.respect_gitignore else ()
+        )
         return self._excluded(path, is_dir, self._exclusion(rules), chain)
 
     def files(self, paths: list[Path]) -> Iterator[Path]:

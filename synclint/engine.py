@@ -73,7 +73,9 @@ def syntax_error_diagnostic(
 
 def _python_syntax_error(path: str, error: SyntaxError) -> Diagnostic:
     """SYN001 with CPython's message and position."""
-    return unparsable(path, max(1, error.lineno or 1), max(1, error.offset or 1), f"syntax error: {error.msg}")
+    return unparsable(
+        path, max(1, error.lineno or 1), max(1, error.offset or 1), f"syntax error: {error.msg}"
+    )
 
 
 def run_rules(
@@ -152,7 +154,9 @@ def _beyond_cpython_limits(path: str, error: SyntaxError | None) -> Diagnostic |
     its native parser has no such limits and overflows its stack on such a file (a segmentation
     fault, from about 2,000 nested brackets). None when CPython refused it for another reason."""
     if error is None:  # RecursionError or MemoryError: the parser's own stack guard
-        return unparsable(path, 1, 1, "cannot parse: too deeply nested to parse (CPython gives up on it too)")
+        return unparsable(
+            path, 1, 1, "cannot parse: too deeply nested to parse (CPython gives up on it too)"
+        )
     return _python_syntax_error(path, error) if error.msg in _CPYTHON_LIMITS else None
 
 

@@ -249,7 +249,9 @@ def lint_text(
 
         sliced = plan.text if plan.dropped else None
         known = plan.tree is not None  # CPython parsed it: no need to ask again before libcst
-        analysis = analyse(text, path, run, file_settings.settings, sliced=sliced, python_parsed=known)
+        analysis = analyse(
+            text, path, run, file_settings.settings, sliced=sliced, python_parsed=known
+        )
         if sliced is not None and not analysis.parsed:  # the slice confused libcst: whole file
             analysis = analyse(text, path, run, file_settings.settings, python_parsed=known)
     result = FileResult(path=path, source=text)

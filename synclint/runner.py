@@ -233,24 +233,20 @@ def _after_a_dead_worker(remaining: list[Job]) -> list[FileResult]:
 
     done: list[FileResult] = []
     while remaining:
-        finished = 0
+        before = len(done)
         try:
             with ProcessPoolExecutor(max_workers=1, initializer=tune_gc) as pool:
                 for result in pool.map(run_job, remaining):
-                    done.append(result)
-                    finished += 1
+                    done.append(result)  # noqa: PERF402 - one by one: what finished is known
             return done
         except BrokenProcessPool:
+            finished = len(done) - before
             culprit = remaining[finished]
-            done.append(
-                FileResult(
-                    culprit.display,
-                    errors=[
-                        f"internal error: the process linting {culprit.display} died (a crash "
-                        "outside Python, or killed by the system); the file was not linted "
-                        "(this is a synclint bug; please report it with the file)"
-                    ],
-                )
+            message = (
+                f"internal error: the process linting {culprit.display} died (a crash "
+                "outside Python, or killed by the system); the file was not linted "
+                "(this is a synclint bug; please report it with the file)"
             )
+            done.append(FileResult(culprit.display, errors=[message]))
             remaining = remaining[finished + 1 :]
     return done

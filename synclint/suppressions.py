@@ -33,12 +33,12 @@ _SYNCLINT = re.compile(
 )
 _NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODE_LIST})|(?P<colon>:))?", re.IGNORECASE)
 _SYN = re.compile(r"^SYN[0-9]+$")
-#: A comment that can be a synclint directive holds ``synclint``, a bare ``noqa`` (nothing or not a
-#: colon right after it) or a ``noqa:`` list with a SYN code: a superset of what the two patterns
-#: above accept, checked before tokenizing (tokenizing is the costly part).
-_MAY_MATTER = re.compile(r"noqa(?!:)|noqa:[^\n]*syn[0-9]|synclint", re.IGNORECASE)
-#: The part of that superset a ``noqa`` directive naming codes needs.
+#: A ``noqa:`` list with a SYN code somewhere after it on the line.
 _NOQA_WITH_CODES = re.compile(r"noqa:[^\n]*syn[0-9]", re.IGNORECASE)
+#: A comment that can be a synclint directive holds ``synclint``, a bare ``noqa`` (nothing or not a
+#: colon right after it) or a ``noqa:`` list with a SYN code: a superset of what ``_SYNCLINT`` and
+#: ``_NOQA`` accept, checked before tokenizing (tokenizing is the costly part).
+_MAY_MATTER = re.compile(rf"noqa(?!:)|{_NOQA_WITH_CODES.pattern}|synclint", re.IGNORECASE)
 
 
 @dataclass

@@ -141,6 +141,7 @@ def test_a_warm_run_imports_neither_the_analysis_nor_the_process_pool(tmp_path):
             text=True,
             env=env,
             timeout=120,
+            check=False,
         )
         for _ in range(2)
     ]
