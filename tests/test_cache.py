@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from frame_helpers import write
 
@@ -118,9 +122,6 @@ def test_clean_removes_the_configured_cache_dir_only_if_ours(project, cli):
 def test_a_warm_run_imports_neither_the_analysis_nor_the_process_pool(tmp_path):
     """Every answer comes from the cache, so nothing is analysed and no worker is started: a warm
     run over many files imports neither libcst nor the process pool (start-up is most of it)."""
-    import os
-    import subprocess
-    import sys
 
     for i in range(40):  # more than PARALLEL_THRESHOLD: a cold run of these starts workers
         (tmp_path / f"m{i}.py").write_text(f"import torch\n\nx{i} = torch.zeros(2).to('cuda')\n")

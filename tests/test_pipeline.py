@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,9 +139,6 @@ def test_a_worker_that_dies_costs_its_file_not_the_run(tmp_path):
     """A worker killed by a crash outside Python (or by the system) must not take the run down:
     the file it was linting gets an error, every other file is linted. In a child process, since
     without this the retry would crash the process that runs it."""
-    import json
-    import subprocess
-    import sys
 
     run = subprocess.run(
         [sys.executable, "-c", CRASHING_RUN, str(tmp_path), str(Path(__file__).parent)],
