@@ -14,8 +14,9 @@ very function it reports on). Relevance then spreads by name, to a fixed point, 
 the model lets one definition's analysis depend on another's text:
 
 * a module-level statement that mentions a rule's trigger or requirement (``from torch.cuda import
-  Event as E``, ``STREAM = torch.cuda.Stream()``) makes the names it binds relevant, and a definition
-  using one is relevant (plain ``import torch.cuda`` binds ``torch``, whose users spell the rest out);
+  Event as E``, ``STREAM = torch.cuda.Stream()``) makes the names it binds relevant, and so does one
+  that uses such a name (``E2 = E``); a definition using one is relevant (plain ``import
+  torch.cuda`` binds ``torch``, whose users spell the rest out);
 * a function that relevant text names is relevant: the model summarises module-level helpers for
   their callers (does it synchronize? return the current stream?), and SYN2xx rules follow event
   factories into them. A caller of a relevant helper only sees that summary, on which no rule
@@ -219,7 +220,16 @@ def irrelevant_definitions(
         return frozenset()
     module_level = [u for u in units if not isinstance(u.node, _DEFINITIONS)]
     # Names bound by relevant module-level statements (aliases, globals): their users are relevant.
+    # A module-level statement that uses such a name binds relevant names too (``Ev = cuda.Event``
+    # then ``Ev2 = Ev``: the import resolver follows the chain).
     names = {name for unit in module_level if unit.relevant for name in unit.binds}
+    spreading = bool(names)
+    while spreading:
+        spreading = False
+        for unit in module_level:
+            if not unit.relevant and unit.binds and unit.words & names:
+                unit.relevant = spreading = True
+                names |= unit.binds
     # Words of relevant code: a function it names may be summarised for it, an import it names
     # may resolve its aliases.
     mentioned: set[str] = set()
