@@ -17,6 +17,11 @@ from itertools import chain
 from typing import Iterator
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+#: What may stand between a callee's name and its ``(``: spaces, line breaks and comments (inside
+#: brackets), backslash continuations, and the closing brackets of a parenthesized callee
+#: (``(torch.cuda.Stream)()``).
+CALL_GAP = r"[\s\\)]*(?:#[^\r\n]*[\r\n][\s\\)]*)*"
+_GAP = r"[\s\\]*(?:#[^\r\n]*[\r\n][\s\\]*)*"
 
 
 def python_parse(text: str, path: str) -> tuple[ast.Module | None, SyntaxError | None]:
@@ -83,15 +88,6 @@ def has_bare_method_call(tree: ast.AST, methods: frozenset[str]) -> bool:
     return False
 
 
-def has_with_call(tree: ast.AST) -> bool:
-    """Is there a ``with`` (or ``async with``) statement over a call, ``with f(...):``?"""
-    for statement in iter_statements(tree):
-        if type(statement) in (ast.With, ast.AsyncWith):
-            if any(type(item.context_expr) is ast.Call for item in statement.items):
-                return True
-    return False
-
-
 def uses_identifier(tree: ast.AST, names: frozenset[str]) -> bool:
     """Is one of ``names`` used as a name or an attribute anywhere? (A full walk: ask it last.)"""
     for node in ast.walk(tree):
@@ -132,3 +128,75 @@ def imports_or_names_module(
 def _attribute_of(name: str) -> re.Pattern:
     """``name`` as a whole word followed by ``.`` (literal first: fast to search)."""
     return re.compile(rf"{re.escape(name)}(?<!\w{re.escape(name)})\s*\.")
+
+
+def terminal_name(node: ast.AST) -> str | None:
+    """The last name of a dotted expression: ``Stream`` for ``torch.cuda.Stream``, ``S`` for ``S``."""
+    kind = type(node)
+    if kind is ast.Name:
+        return node.id
+    if kind is ast.Attribute:
+        return node.attr
+    return None
+
+
+def bound_names(tree: ast.Module, text: str, names: frozenset[str]) -> frozenset[str]:
+    """``names`` and every name the file may bind to one of them, the two ways synclint's import
+    resolvers let a call of ``S`` stand for ``torch.cuda.Stream``: an import that renames it
+    (``from torch.cuda import Stream as S``, at any depth: found in the text, so one in a comment
+    only adds a name) and an assignment at module level (``S = torch.cuda.Stream``, also chained).
+    A superset is safe: it only keeps more files."""
+    found = set(names)
+    for name in names:
+        if name in text:
+            found.update(_renamed(name).findall(text))
+    changed = True
+    while changed:
+        changed = False
+        for statement in tree.body:
+            kind = type(statement)
+            if kind is ast.Assign:
+                targets, value = statement.targets, statement.value
+            elif kind is ast.AnnAssign and statement.value is not None:
+                targets, value = [statement.target], statement.value
+            else:
+                continue
+            if terminal_name(value) in found:
+                for target in targets:
+                    if type(target) is ast.Name and target.id not in found:
+                        found.add(target.id)
+                        changed = True
+    return frozenset(found)
+
+
+def may_call(text: str, names: frozenset[str]) -> bool:
+    """Could ``text`` call one of ``names`` (as ``name(...)`` or ``<expr>.name(...)``)? Any
+    spelling Python allows between the name and ``(`` counts (:data:`CALL_GAP`); so does a
+    call-like text in a string or comment, which only keeps more."""
+    return any(name in text and _call_of(name).search(text) for name in names)
+
+
+def has_with_call_of(tree: ast.AST, names: frozenset[str]) -> bool:
+    """Is there a ``with`` (or ``async with``) over a call of one of ``names``, ``with
+    torch.cuda.graph(g):``? (The callee's last name is compared.)"""
+    for statement in iter_statements(tree):
+        if type(statement) in (ast.With, ast.AsyncWith):
+            for item in statement.items:
+                expr = item.context_expr
+                if type(expr) is ast.Call and terminal_name(expr.func) in names:
+                    return True
+    return False
+
+
+@lru_cache(maxsize=64)
+def _call_of(name: str) -> re.Pattern:
+    """``name`` as a whole word, then a call's ``(`` (literal first: fast to search)."""
+    word = re.escape(name)
+    return re.compile(rf"{word}(?<!\w{word}){CALL_GAP}\(")
+
+
+@lru_cache(maxsize=64)
+def _renamed(name: str) -> re.Pattern:
+    """``name as alias`` (an import that renames ``name``); the group is the alias."""
+    word = re.escape(name)
+    return re.compile(rf"{word}(?<!\w{word}){_GAP}as(?!\w){_GAP}([^\W\d]\w*)")

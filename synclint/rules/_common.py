@@ -26,6 +26,16 @@ NON_BLOCKING_PATTERN = (
     r"to\s*\((?:[^()]|\([^()]*\))*?,\s*True\s*[,)]",
 )
 
+
+
+def method_pattern(*names: str) -> str:
+    """A trigger pattern for an attribute ``.name`` (how every wait, record and synchronize the
+    model knows is spelled: a method of a stream, event or work handle), allowing what Python
+    allows between the dot and the name: spaces, ``\\`` continuations, and line breaks and
+    comments inside brackets. (``wait`` alone is in every ``await``.)"""
+    return rf"\.[\s\\]*(?:#[^\r\n]*[\r\n][\s\\]*)*(?:{'|'.join(names)})(?!\w)"
+
+
 #: What puts device work on a stream other than the caller's, as SYN101-103 need in the definition
 #: they report on (``requires_pattern``): a stream context (``torch.cuda.stream(s)``,
 #: ``StreamContext``), ``set_stream``, a ``with`` over something named like a stream, a created or

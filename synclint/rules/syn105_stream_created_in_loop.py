@@ -43,6 +43,9 @@ class StreamCreatedInLoop(Rule):
     summary = "torch.cuda.Stream() created per loop iteration (pool aliasing, hidden serialization)"
     fix_kind = FixKind.NONE
     triggers = ("Stream",)
+    #: The stream classes (``torch.cuda.Stream``, ``get_accelerator().Stream``, an import of one
+    #: under another name): ``Stream`` as a whole word, not ``StreamingResponse`` or ``AsyncStream``.
+    trigger_pattern = (r"Stream(?<!\wStream)(?!\w)", r"ExternalStream(?!\w)")
     #: ... created in a loop (a comprehension's ``for`` counts).
     requires_pattern = (r"for(?<!\wfor)(?!\w)", r"while(?<!\wwhile)(?!\w)")
 

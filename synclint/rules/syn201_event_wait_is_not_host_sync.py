@@ -21,7 +21,12 @@ from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import FunctionModel, Op, OpKind
 from synclint.model.file_facts import parent_map
 from synclint.model.host_queries import DEVICE_WORK, record_seen, records_of, unseen_cuda_work
-from synclint.rules._common import NON_BLOCKING_PATTERN, functions, is_identifier_path
+from synclint.rules._common import (
+    NON_BLOCKING_PATTERN,
+    functions,
+    is_identifier_path,
+    method_pattern,
+)
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn301_non_blocking_d2h_read_before_sync import host_destination, reads_values
 
@@ -34,6 +39,8 @@ class EventWaitIsNotHostSync(Rule):
     summary = "`Event.wait()`, `Stream.wait_event()` or `Work.wait()` used where the host needs the work finished"
     fix_kind = FixKind.UNSAFE
     triggers = ("wait",)
+    #: ``event.wait()``, ``stream.wait_event(e)``, ``work.wait()``: a method, never a bare name.
+    trigger_pattern = method_pattern("wait", "wait_event")
     #: What shows the host needed the work: a non-blocking copy or a pinned buffer, a host clock,
     #: ``elapsed_time``; or, for a wait that orders nothing, a created stream.
     requires_pattern = (

@@ -14,7 +14,7 @@ from typing import Iterable
 
 from synclint.diagnostics import Diagnostic
 from synclint.model import OpKind
-from synclint.rules._common import functions
+from synclint.rules._common import functions, method_pattern
 from synclint.rules.base import Rule, RuleContext
 
 
@@ -23,6 +23,8 @@ class WaitOnUnrecordedEvent(Rule):
     name = "wait-on-unrecorded-event"
     summary = "waiting on an event that has not been recorded on this path, or recorded only after the wait"
     triggers = ("wait", "synchronize")
+    #: ``s.wait_event(e)``, ``e.wait()``, ``e.synchronize()``: methods, never bare names.
+    trigger_pattern = method_pattern("wait", "wait_event", "synchronize")
     #: Only events created in the same function are judged.
     requires_pattern = r"Event"
 

@@ -9,11 +9,14 @@ fix is offered only where the intent is unambiguous (a typo with one close match
 
 from __future__ import annotations
 
+import ast
 import difflib
+import re
 from typing import Iterable
 
 import libcst as cst
 
+from synclint.astscan import bound_names, may_call
 from synclint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from synclint.model.bindings import iter_calls
 from synclint.model.file_facts import import_resolver, tensor_facts
@@ -35,6 +38,21 @@ _STREAM_GETTERS = frozenset(
 )
 #: Methods and functions whose argument must be a stream.
 _TAKES_STREAM = frozenset({"wait_stream", "record_stream", "record", "wait", "record_event"})
+#: The last names of the calls the rule judges by their qualified name (stream contexts,
+#: ``torch.cuda.event``, the ``Event`` and ``Stream`` classes): the import resolver keeps a
+#: dotted name's last part, so a call of one of them is spelled with one of these or an alias.
+_JUDGED_CALLS = frozenset({"stream", "StreamContext", "event", "Event", "Stream"})
+#: A stream getter named without being called (the only way to pass it uncalled).
+_UNCALLED_GETTER = re.compile(r"current_stream(?!\s*\()|default_stream(?!\s*\()")
+
+
+def may_misuse_stream_api(tree: ast.Module, text: str) -> bool:
+    """Can SYN501 fire here? Only at a call of a judged name (or of a name bound to one), at a
+    ``record_stream`` call, or where a stream getter is passed uncalled. The words alone are
+    common: vLLM's servers have a ``stream`` flag and ``asyncio`` events in hundreds of files."""
+    if "record_stream" in text or _UNCALLED_GETTER.search(text):
+        return True
+    return may_call(text, bound_names(tree, text, _JUDGED_CALLS))
 
 
 class InvalidStreamApi(Rule):
@@ -56,6 +74,8 @@ class InvalidStreamApi(Rule):
         r"default_stream(?!\s*\()",
         "record_stream",
     )
+    #: ... and one of them called (or the getter passed uncalled, or ``record_stream``).
+    syntax_check = staticmethod(may_misuse_stream_api)
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         names = import_resolver(ctx)

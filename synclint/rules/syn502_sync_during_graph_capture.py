@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 
-from synclint.astscan import has_with_call, uses_identifier
+from synclint.astscan import bound_names, has_with_call_of, uses_identifier
 from synclint.cstwalk import walk
 from synclint.diagnostics import Diagnostic
 from synclint.model.bindings import iter_calls
@@ -25,6 +25,7 @@ from synclint.rules.base import Rule, RuleContext
 
 _BLOCKING_READS = frozenset({"item", "tolist", "cpu", "numpy"})
 _CONVERSIONS = frozenset({"float", "int", "bool"})
+_GRAPH = frozenset({"graph"})
 
 
 class SyncDuringGraphCapture(Rule):
@@ -34,9 +35,10 @@ class SyncDuringGraphCapture(Rule):
     triggers = ("graph", "capture_begin")
     #: Graph contexts qualify to ``torch.cuda[.graphs].graph``: the identifier ``graph`` occurs.
     trigger_pattern = (r"graph(?<!\wgraph)(?!\w)", "capture_begin")
-    #: A captured region is ``with <call>(...):`` or follows a ``capture_begin`` call.
+    #: A captured region is ``with <graph>(...):`` (the callee's last name is ``graph`` or a name
+    #: bound to it: ``from torch.cuda import graph as capture``) or follows a ``capture_begin`` call.
     syntax_check = staticmethod(
-        lambda tree, text: has_with_call(tree)
+        lambda tree, text: has_with_call_of(tree, bound_names(tree, text, _GRAPH))
         or ("capture_begin" in text and uses_identifier(tree, frozenset({"capture_begin"})))
     )
 
