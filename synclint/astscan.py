@@ -176,6 +176,32 @@ def may_call(text: str, names: frozenset[str]) -> bool:
     return any(name in text and _call_of(name).search(text) for name in names)
 
 
+def call_starts(text: str, names: frozenset[str]) -> list[int]:
+    """Offsets of the calls of ``names`` in ``text`` (as :func:`may_call` finds them)."""
+    return [m.start() for name in names if name in text for m in _call_of(name).finditer(text)]
+
+
+@lru_cache(maxsize=64)
+def named_uncalled(name: str) -> re.Pattern:
+    """``name`` as a whole word and not called (literal first: fast to search)."""
+    word = re.escape(name)
+    return re.compile(rf"{word}(?<!\w{word})(?!\w)(?!{CALL_GAP}\()")
+
+
+def line_numbers(text: str, offsets: list[int]) -> list[int]:
+    """The line (from 1, as ``ast`` counts: ``\\r\\n``, ``\\r`` or ``\\n`` ends one) of each of the
+    sorted ``offsets`` in ``text``."""
+    lines, line, done = [], 1, 0
+    for offset in offsets:
+        chunk = text[done:offset]
+        line += chunk.count("\n") + chunk.count("\r") - chunk.count("\r\n")
+        if chunk.startswith("\n") and done and text[done - 1] == "\r":
+            line -= 1  # a `\r\n` split between two chunks was counted twice
+        lines.append(line)
+        done = offset
+    return lines
+
+
 def has_with_call_of(tree: ast.AST, names: frozenset[str]) -> bool:
     """Is there a ``with`` (or ``async with``) over a call of one of ``names``, ``with
     torch.cuda.graph(g):``? (The callee's last name is compared.)"""

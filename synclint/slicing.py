@@ -104,12 +104,18 @@ class _Unit:
 
 
 def _matches(text: str, node: ast.stmt, triggers: Sequence[tuple[Trigger, Check | None]]) -> bool:
-    """Does some rule's test pass on this definition's own text?"""
+    """Does some rule's test pass on this definition's own text? (A syntax check gets the text
+    after as many empty lines as precede the definition: its line numbers are the tree's.)"""
     memo: dict = {}
+    placed = None
     for trigger, check in triggers:
-        if trigger.passes(text, memo) and (
-            check is None or check(ast.Module(body=[node], type_ignores=[]), text)
-        ):
+        if not trigger.passes(text, memo):
+            continue
+        if check is None:
+            return True
+        if placed is None:
+            placed = "\n" * (statement_extent(node)[0] - 1) + text
+        if check(ast.Module(body=[node], type_ignores=[]), placed):
             return True
     return False
 

@@ -486,3 +486,109 @@ def test_words_without_stream_calls_skip_the_model(name):
     text = NOT_STREAM_CODE[name]
     assert prefiltered(text, f"{name}.py", EVERY_RULE.codes) is not None, name
     assert assert_same(text, f"{name}.py") == []
+
+
+# -- host clocks: two readings in one scope, however spelled and wherever bound --------------------
+
+# (imports and module-level set-up, one reading)
+CLOCK_SPELLINGS = st.sampled_from(
+    [
+        ("import time", "time.perf_counter()"),
+        ("import time", "time . time ()"),
+        ("import time", "(time.time)()"),
+        ("import time", "(time.\n    # moved\n    perf_counter)()"),
+        ("import time", "time.\\\n    monotonic()"),
+        ("from time import perf_counter as pc", "pc()"),
+        ("from time import time", "time()"),
+        ("import time\nnow = time.perf_counter", "now()"),
+        ("import time as t", "t.time()"),
+        ("import timeit", "timeit.default_timer()"),
+    ]
+)
+CLOCK_LAYOUTS = st.sampled_from(["function", "split", "module", "local alias", "attribute alias"])
+
+
+@st.composite
+def clock_programs(draw) -> str:
+    imports, reading = draw(CLOCK_SPELLINGS)
+    layout = draw(CLOCK_LAYOUTS)
+    work = ["x = torch.zeros(8, device='cuda')", "y = x @ x"]
+    if layout == "local alias":
+        # the reading's callee bound to a local name first (any clock: the name is what counts)
+        prefix = ["clock = time.perf_counter"] if "import time" in imports else []
+        imports = imports if prefix else imports + "\nimport time"
+        prefix = prefix or ["clock = time.perf_counter"]
+        reading = "clock()"
+    if layout == "attribute alias":
+        lines = [
+            "import torch",
+            imports if "import time" in imports.split("\n")[0] else imports + "\nimport time",
+            "",
+            "class Timer:",
+            "    def __init__(self):",
+            "        self.clock = time.time",
+            "",
+            "    def run(self):",
+            "        t0 = self.clock()",
+            *("        " + w for w in work),
+            "        t1 = self.clock()",
+            "        return t1 - t0",
+        ]
+        return "\n".join(lines) + "\n"
+    indented = reading.replace("\n", "\n    ")
+    if layout == "module":
+        body = [f"t0 = {reading}", *work, f"t1 = {reading}", "print(t1 - t0)"]
+        return "\n".join(["import torch", imports, "", *body]) + "\n"
+    if layout == "split":  # one reading in each function: nothing for SYN205 to pair
+        body = [
+            "def start():",
+            f"    return {indented}",
+            "",
+            "def stop():",
+            *("    " + w for w in work),
+            f"    return {indented}",
+        ]
+        return "\n".join(["import torch", imports, "", *body]) + "\n"
+    lines = ["import torch", imports, "", "def f():"]
+    if layout == "local alias":
+        lines += ["    " + p for p in prefix]
+    lines += [f"    t0 = {indented}", *("    " + w for w in work), f"    t1 = {indented}"]
+    lines.append("    return t1 - t0")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clock_programs())
+def test_generated_clock_readings_lint_identically(source):
+    compile(source, "generated.py", "exec")  # valid Python, or the case proves nothing
+    assert_same(source, "generated.py")
+
+
+def test_clock_generator_reaches_its_rule():
+    """Guard against a vacuous property: readings paired in one scope are SYN205, also when the
+    clock is called through a local alias or at module level."""
+    alias = (
+        "import torch\nimport time\n\ndef f():\n    clock = time.perf_counter\n"
+        "    t0 = clock()\n    x = torch.zeros(8, device='cuda')\n    y = x @ x\n"
+        "    t1 = clock()\n    return t1 - t0\n"
+    )
+    module = (
+        "import torch\nfrom time import perf_counter as pc\n\nt0 = pc()\n"
+        "x = torch.zeros(8, device='cuda')\ny = x @ x\nt1 = pc()\nprint(t1 - t0)\n"
+    )
+    assert "SYN205" in [d.code for d in assert_same(alias, "alias.py")]
+    assert "SYN205" in [d.code for d in assert_same(module, "module.py")]
+
+
+def test_one_reading_per_function_skips_the_model():
+    """Timestamps and timeouts: ``time`` imported and read once per function, around CUDA work
+    (each was linted by the model before SYN205 counted readings per scope)."""
+    from synclint.pipeline import prefiltered
+
+    text = (
+        "import time\nimport torch\n\n\ndef upload(x):\n    started = time.time()\n"
+        "    # sleep a little\n    time.sleep(0.1)\n    return x.cuda(), started\n\n\n"
+        "def download(x):\n    y = x.cpu()\n    return y, time.monotonic()\n"
+    )
+    assert prefiltered(text, "stamps.py", EVERY_RULE.codes) is not None
+    assert assert_same(text, "stamps.py") == []

@@ -54,7 +54,8 @@ class Rule:
     #: straight to candidates, ten to fifty times faster on large files.
     trigger_pattern: ClassVar[str | tuple[str, ...] | None] = None
     #: Optional ``check(tree: ast.Module, text: str) -> bool`` on CPython's (much faster) syntax tree
-    #: and the text it was parsed from (of the file, or of one definition when slicing), run when
+    #: and the text it was parsed from (of the file, or of one definition when slicing: then after
+    #: blank lines, so that the text's line numbers are still the tree's), run when
     #: the triggers matched: False means the rule cannot fire on this file, so it is not run (and
     #: libcst is not needed if no other rule may fire). Also a necessary condition, never a guess.
     syntax_check: ClassVar[Callable[[ast.Module, str], bool] | None] = None

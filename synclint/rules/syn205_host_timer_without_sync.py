@@ -10,16 +10,106 @@ GPU counts, so clocks around CPU code are never flagged.
 
 from __future__ import annotations
 
+import ast
+from bisect import bisect_left, bisect_right
 from typing import Iterable
 
 import libcst as cst
 
-from synclint.astscan import imports_or_names_module
+from synclint.astscan import (
+    bound_names,
+    call_starts,
+    imports_or_names_module,
+    iter_statements,
+    line_numbers,
+    named_uncalled,
+    statement_extent,
+)
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
 from synclint.model.host_queries import unseen_cuda_work
 from synclint.rules._common import functions, torch_name
 from synclint.rules.base import FixKind, Rule, RuleContext
+
+
+#: The clock functions of ``time`` and ``timeit`` (``time`` itself is also the module's name).
+_CLOCK_FUNCTIONS = frozenset(
+    {"perf_counter", "monotonic", "process_time", "time_ns", "perf_counter_ns", "monotonic_ns",
+     "default_timer"}
+)
+_CLOCKS = _CLOCK_FUNCTIONS | {"time"}
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def two_readings_in_a_scope(tree: ast.Module, text: str) -> bool:
+    """Can SYN205 fire here? It pairs two clock readings of one function (or of the module's
+    own statements): readings in helpers walked at their call sites are left to those helpers.
+    So some scope must call a clock twice, unless a clock function is bound to another name
+    (``now = time.perf_counter``, ``from time import time``): then any call may be a reading,
+    and the file is kept. Most files that import ``time`` read it once per function (a
+    timestamp, a timeout) and need no model for this rule. Calls are found in the text (any
+    spelling; one in a string or comment only keeps more); ``text``'s line numbers are the
+    tree's (see ``Rule.syntax_check``)."""
+    names = bound_names(tree, text, _CLOCKS)
+    if any(name in text and named_uncalled(name).search(text) for name in names - {"time"}):
+        return True
+    if _time_function_uncalled(tree, text):
+        return True
+    lines = line_numbers(text, sorted(call_starts(text, names)))
+    if len(lines) < 2:
+        return False
+    outside = len(lines)  # readings in the module's own statements, not in a definition
+    for statement in tree.body:
+        if isinstance(statement, _SCOPES):
+            start, end = statement_extent(statement)
+            outside -= bisect_right(lines, end) - bisect_left(lines, start)
+    if outside >= 2:
+        return True
+    for statement in iter_statements(tree):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            start, end = statement_extent(statement)
+            if bisect_right(lines, end) - bisect_left(lines, start) >= 2:
+                return True
+    return False
+
+
+def _time_function_uncalled(tree: ast.Module, text: str) -> bool:
+    """Is the function ``time.time`` perhaps named without a call? As an attribute not called
+    (``default_factory=time.time``), or as a bare name after ``from time import time``. A bare
+    ``time`` is otherwise the module (``import time``, ``time.sleep``)."""
+    for match in named_uncalled("time").finditer(text):
+        if _after_a_dot(text, match.start()):
+            return True
+    for statement in iter_statements(tree):
+        if type(statement) is ast.ImportFrom and statement.module == "time":
+            if any(alias.name == "time" and alias.asname is None for alias in statement.names):
+                return True
+    return False
+
+
+def _after_a_dot(text: str, index: int) -> bool:
+    """Is the name at ``index`` perhaps an attribute: a ``.`` before it, across spaces, ``\\``
+    continuations, blank lines and comment lines? A line of code with a ``#`` on the way counts
+    as yes (the dot may come before a comment, and a ``#`` may be in a string)."""
+    while True:
+        index -= 1
+        while index >= 0 and text[index] in " \t\f\\":
+            index -= 1
+        if index < 0:
+            return False
+        char = text[index]
+        if char == ".":
+            return True
+        if char not in "\r\n":
+            return False
+        if char == "\n" and index and text[index - 1] == "\r":
+            index -= 1
+        line_start = max(text.rfind("\n", 0, index), text.rfind("\r", 0, index)) + 1
+        line = text[line_start:index]
+        if line.lstrip().startswith("#"):
+            index = line_start  # a comment line: look above it
+        elif "#" in line:
+            return True
 
 
 class HostTimerWithoutSync(Rule):
@@ -33,9 +123,11 @@ class HostTimerWithoutSync(Rule):
     #: Host clocks resolve to ``time.*`` or ``timeit.*``: the identifier ``time`` or ``timeit`` must
     #: occur (in the import or the call), not merely the letters (``runtime``, ``timestamp``).
     trigger_pattern = (r"time(?<!\wtime)(?!\w)", r"timeit(?<!\wtimeit)(?!\w)")
-    #: ... and in code, not only in comments or docstrings: imported, or used as a bare name.
+    #: ... and in code, not only in comments or docstrings: imported, or used as a bare name;
+    #: and read twice in one scope.
     syntax_check = staticmethod(
         lambda tree, text: imports_or_names_module(tree, frozenset({"time", "timeit"}), text)
+        and two_readings_in_a_scope(tree, text)
     )
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
