@@ -21,7 +21,8 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 #: brackets), backslash continuations, and the closing brackets of a parenthesized callee
 #: (``(torch.cuda.Stream)()``).
 CALL_GAP = r"[\s\\)]*(?:#[^\r\n]*[\r\n][\s\\)]*)*"
-_GAP = r"[\s\\]*(?:#[^\r\n]*[\r\n][\s\\]*)*"
+#: What may stand between two tokens inside brackets (``.`` and an attribute, a name and ``as``).
+GAP = r"[\s\\]*(?:#[^\r\n]*[\r\n][\s\\]*)*"
 
 
 def python_parse(text: str, path: str) -> tuple[ast.Module | None, SyntaxError | None]:
@@ -225,4 +226,4 @@ def _call_of(name: str) -> re.Pattern:
 def _renamed(name: str) -> re.Pattern:
     """``name as alias`` (an import that renames ``name``); the group is the alias."""
     word = re.escape(name)
-    return re.compile(rf"{word}(?<!\w{word}){_GAP}as(?!\w){_GAP}([^\W\d]\w*)")
+    return re.compile(rf"{word}(?<!\w{word}){GAP}as(?!\w){GAP}([^\W\d]\w*)")

@@ -38,6 +38,17 @@ def assert_same(text: str, name: str) -> list:
     return off.diagnostics
 
 
+def assert_generated_same(source: str) -> None:
+    """A generated program lints the same with the prefilter on and off; it must be valid Python,
+    or the case proves nothing."""
+    compile(source, "generated.py", "exec")
+    assert_same(source, "generated.py")
+
+
+#: Hypothesis settings for the generated programs (linting one takes milliseconds).
+GENERATED = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
 def _gen_corpus():
     spec = importlib.util.spec_from_file_location(
         "gen_corpus", ROOT / "benchmarks" / "gen_corpus.py"
@@ -149,11 +160,10 @@ def transfer_programs(draw) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@GENERATED
 @given(transfer_programs())
 def test_generated_transfer_and_clock_spellings_lint_identically(source):
-    compile(source, "generated.py", "exec")  # valid Python, or the case proves nothing
-    assert_same(source, "generated.py")
+    assert_generated_same(source)
 
 
 def test_spelling_generator_reaches_the_rules_it_targets():
@@ -273,11 +283,10 @@ def graph_and_timer_programs(draw) -> str:
     )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(GENERATED, max_examples=100)
 @given(graph_and_timer_programs())
 def test_generated_graph_capture_and_timer_spellings_lint_identically(source):
-    compile(source, "generated.py", "exec")
-    assert_same(source, "generated.py")
+    assert_generated_same(source)
 
 
 def test_graph_and_timer_generator_reaches_its_rules():
@@ -416,11 +425,10 @@ def stream_api_programs(draw) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@GENERATED
 @given(stream_api_programs())
 def test_generated_stream_api_spellings_lint_identically(source):
-    compile(source, "generated.py", "exec")  # valid Python, or the case proves nothing
-    assert_same(source, "generated.py")
+    assert_generated_same(source)
 
 
 def test_stream_api_generator_reaches_its_rules():
@@ -557,11 +565,10 @@ def clock_programs(draw) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@GENERATED
 @given(clock_programs())
 def test_generated_clock_readings_lint_identically(source):
-    compile(source, "generated.py", "exec")  # valid Python, or the case proves nothing
-    assert_same(source, "generated.py")
+    assert_generated_same(source)
 
 
 def test_clock_generator_reaches_its_rule():

@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from synclint.astscan import GAP
 from synclint.model import FunctionModel, StreamValue
 from synclint.model.resolver import ImportResolver
 from synclint.rules.base import RuleContext
@@ -27,13 +28,12 @@ NON_BLOCKING_PATTERN = (
 )
 
 
-
 def method_pattern(*names: str) -> str:
     """A trigger pattern for an attribute ``.name`` (how every wait, record and synchronize the
     model knows is spelled: a method of a stream, event or work handle), allowing what Python
     allows between the dot and the name: spaces, ``\\`` continuations, and line breaks and
     comments inside brackets. (``wait`` alone is in every ``await``.)"""
-    return rf"\.[\s\\]*(?:#[^\r\n]*[\r\n][\s\\]*)*(?:{'|'.join(names)})(?!\w)"
+    return rf"\.{GAP}(?:{'|'.join(names)})(?!\w)"
 
 
 #: What puts device work on a stream other than the caller's, as SYN101-103 need in the definition

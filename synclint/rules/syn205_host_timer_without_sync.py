@@ -31,14 +31,14 @@ from synclint.model.host_queries import unseen_cuda_work
 from synclint.rules._common import functions, torch_name
 from synclint.rules.base import FixKind, Rule, RuleContext
 
-
 #: The clock functions of ``time`` and ``timeit`` (``time`` itself is also the module's name).
 _CLOCK_FUNCTIONS = frozenset(
     {"perf_counter", "monotonic", "process_time", "time_ns", "perf_counter_ns", "monotonic_ns",
      "default_timer"}
 )
 _CLOCKS = _CLOCK_FUNCTIONS | {"time"}
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
 
 
 def two_readings_in_a_scope(tree: ast.Module, text: str) -> bool:
@@ -60,13 +60,13 @@ def two_readings_in_a_scope(tree: ast.Module, text: str) -> bool:
         return False
     outside = len(lines)  # readings in the module's own statements, not in a definition
     for statement in tree.body:
-        if isinstance(statement, _SCOPES):
+        if isinstance(statement, _DEFINITIONS):
             start, end = statement_extent(statement)
             outside -= bisect_right(lines, end) - bisect_left(lines, start)
     if outside >= 2:
         return True
     for statement in iter_statements(tree):
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(statement, _FUNCTIONS):
             start, end = statement_extent(statement)
             if bisect_right(lines, end) - bisect_left(lines, start) >= 2:
                 return True

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import ast
 import difflib
-import re
 from typing import Iterable
 
 import libcst as cst
 
-from synclint.astscan import bound_names, may_call
+from synclint.astscan import bound_names, may_call, named_uncalled
 from synclint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from synclint.model.bindings import iter_calls
 from synclint.model.file_facts import import_resolver, tensor_facts
@@ -42,15 +41,17 @@ _TAKES_STREAM = frozenset({"wait_stream", "record_stream", "record", "wait", "re
 #: ``torch.cuda.event``, the ``Event`` and ``Stream`` classes): the import resolver keeps a
 #: dotted name's last part, so a call of one of them is spelled with one of these or an alias.
 _JUDGED_CALLS = frozenset({"stream", "StreamContext", "event", "Event", "Stream"})
-#: A stream getter named without being called (the only way to pass it uncalled).
-_UNCALLED_GETTER = re.compile(r"current_stream(?!\s*\()|default_stream(?!\s*\()")
+#: The stream getters' last names (one named without a call may be passed uncalled).
+_GETTERS = ("current_stream", "default_stream")
 
 
 def may_misuse_stream_api(tree: ast.Module, text: str) -> bool:
     """Can SYN501 fire here? Only at a call of a judged name (or of a name bound to one), at a
     ``record_stream`` call, or where a stream getter is passed uncalled. The words alone are
     common: vLLM's servers have a ``stream`` flag and ``asyncio`` events in hundreds of files."""
-    if "record_stream" in text or _UNCALLED_GETTER.search(text):
+    if "record_stream" in text or any(
+        name in text and named_uncalled(name).search(text) for name in _GETTERS
+    ):
         return True
     return may_call(text, bound_names(tree, text, _JUDGED_CALLS))
 
