@@ -1,7 +1,7 @@
 """Linting one file: bytes to text, the prefilter, the engine, suppressions and SYN002.
 
 The prefilter decides, cheapest test first, how little of a file the engine needs: each rule's
-trigger words, patterns and requirement on the text; CPython's ``ast`` (every file is parsed once,
+trigger words, patterns, requirement and text check on the text; CPython's ``ast`` (every file is parsed once,
 for SYN001: a file no rule's words occur in only through CPython's symbol table, which needs no
 tree) and the rules' syntax checks on it; then :mod:`synclint.slicing` blanks the top-level
 definitions no remaining rule could report on. Linting with ``prefilter=False`` skips all of it and
@@ -134,6 +134,7 @@ def _triggers_for(
             tuple(rule.triggers),
             _alternatives(getattr(rule, "trigger_pattern", None)),
             _alternatives(getattr(rule, "requires_pattern", None)),
+            getattr(rule, "text_check", None),
         )
         trigger = shared.get(key)
         if trigger is None:

@@ -8,9 +8,9 @@ name to one that can, is replaced by ``pass`` and blank lines before libcst sees
 their numbers and columns, so positions, code frames and fixes are those of the original file.
 
 A definition is *relevant* when, on its own text, some rule that may fire on the file passes the same
-test the file-level prefilter applies (trigger words, trigger pattern, ``ast`` syntax check) and
-holds what the rule requires (``Rule.requires_pattern``: SYN204 needs the event's creation in the
-very function it reports on). Relevance then spreads by name, to a fixed point, along the only ways
+test the file-level prefilter applies (trigger words, trigger pattern, text check, ``ast`` syntax
+check) and holds what the rule requires (``Rule.requires_pattern``: SYN204 needs the event's
+creation in the very function it reports on). Relevance then spreads by name, to a fixed point, along the only ways
 the model lets one definition's analysis depend on another's text:
 
 * a module-level statement that mentions a rule's trigger or requirement (``from torch.cuda import
@@ -59,16 +59,20 @@ def _any(patterns: Patterns, text: str, memo: dict) -> bool:
 
 
 class Trigger(NamedTuple):
-    """A rule's text test (see ``Rule``): one of ``words`` occurs, and ``pattern`` and
-    ``requires`` (when given) each match. Rules with the same test share one Trigger, and a
-    ``memo`` shared over one text makes each word and pattern search happen once (``stream`` is
-    a word of four rules: an absent word is a scan of the whole text each time it is asked)."""
+    """A rule's text test (see ``Rule``): one of ``words`` occurs, ``pattern`` and ``requires``
+    (when given) each match, and ``text_check`` (when given) says yes. Rules with the same test
+    share one Trigger, and a ``memo`` shared over one text makes each word and pattern search
+    happen once (``stream`` is a word of four rules: an absent word is a scan of the whole text
+    each time it is asked)."""
 
     words: tuple[str, ...]
     pattern: Patterns | None = None
     requires: Patterns | None = None
+    text_check: Callable[[str], bool] | None = None
 
     def passes(self, text: str, memo: dict, leave_out_requires: bool = False) -> bool:
+        """Does the test pass on ``text``? With ``leave_out_requires``, only the words and the
+        pattern are asked (the lenient test for module-level statements)."""
         for word in self.words:  # a loop, not any(...): this runs ~100k times on a large tree
             hit = memo.get(word)
             if hit is None:
@@ -79,7 +83,11 @@ class Trigger(NamedTuple):
             return False
         if self.pattern is not None and not _any(self.pattern, text, memo):
             return False
-        return leave_out_requires or self.requires is None or _any(self.requires, text, memo)
+        if leave_out_requires:
+            return True
+        if self.requires is not None and not _any(self.requires, text, memo):
+            return False
+        return self.text_check is None or self.text_check(text)
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

@@ -59,6 +59,13 @@ class Rule:
     #: the triggers matched: False means the rule cannot fire on this file, so it is not run (and
     #: libcst is not needed if no other rule may fire). Also a necessary condition, never a guess.
     syntax_check: ClassVar[Callable[[ast.Module, str], bool] | None] = None
+    #: Optional ``check(text: str) -> bool`` on the text alone, asked after the trigger words and
+    #: patterns and before the text is parsed: False when ``syntax_check`` would certainly say
+    #: False too, so a file no other rule needs is not parsed at all (only compiled, for SYN001).
+    #: For rules whose trigger words are everywhere but whose sites have a shape a short scan of
+    #: the text can rule out (SYN302: a bare ``x.to(...)`` statement, :mod:`synclint.textscan`).
+    #: A necessary condition, like the others.
+    text_check: ClassVar[Callable[[str], bool] | None] = None
     #: Optional regular expression for what the rule needs in the very definition it reports on,
     #: beyond its triggers: SYN204 judges only events created in the same function, so ``Event``
     #: must occur there. A file must match it too. When slicing (:mod:`synclint.slicing`), a

@@ -8,6 +8,7 @@ which is why the receiver must be known to be a tensor before we say anything).
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import libcst as cst
@@ -17,8 +18,12 @@ from synclint.cstwalk import walk
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model.file_facts import tensor_facts
 from synclint.rules.base import FixKind, Rule, RuleContext
+from synclint.textscan import may_be_bare_call
 
 TRANSFERS = frozenset({"to", "cuda", "cpu", "pin_memory"})
+#: An attribute named like a transfer: ``.`` then (spaces, ``\\``-continuations, newlines and
+#: comments, as Python allows inside brackets) then the name as a whole word.
+TRANSFER_ATTRIBUTE = re.compile(r"\.[\s\\]*(?:#[^\n]*\n[\s\\]*)*(?:to|cuda|cpu|pin_memory)\b")
 
 
 class DiscardedTransferResult(Rule):
@@ -27,11 +32,11 @@ class DiscardedTransferResult(Rule):
     summary = "`t.to(...)`, `t.cuda()`, `t.cpu()`, `t.pin_memory()` as a bare statement"
     fix_kind = FixKind.UNSAFE
     triggers = ("to", "cuda", "cpu", "pin_memory")  # method names: spacing may vary
-    #: An attribute named like a transfer: ``.`` then (spaces, ``\\``-continuations, newlines and
-    #: comments, as Python allows inside brackets) then the name as a whole word.
-    trigger_pattern = r"\.[\s\\]*(?:#[^\n]*\n[\s\\]*)*(?:to|cuda|cpu|pin_memory)\b"
+    trigger_pattern = TRANSFER_ATTRIBUTE.pattern
     #: Only bare ``<expr>.<transfer>(...)`` statements are checked: without one, nothing to say.
     syntax_check = staticmethod(lambda tree, text: has_bare_method_call(tree, TRANSFERS))
+    #: The same question asked of the text first: most files call ``.to(`` only inside expressions.
+    text_check = staticmethod(lambda text: may_be_bare_call(text, TRANSFER_ATTRIBUTE))
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         facts = tensor_facts(ctx)
