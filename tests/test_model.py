@@ -373,3 +373,85 @@ def test_exact_type_tests_in_the_model_see_every_instance():
              cst.UnaryOperation, cst.Not, cst.BinaryOperation, cst.SimpleStatementLine,
              cst.Import, cst.ImportFrom, cst.Integer, cst.Float, cst.SimpleString]
     assert [c.__name__ for c in exact if c.__subclasses__()] == []
+
+
+# -- a helper's summary run stands for its own analysis ---------------------------------------------
+
+
+def _shape(model) -> list:
+    """What a module model says, without object identities: per scope, its ops (kind, line of
+    the node, stream, clocks), hazards and truncation."""
+    out = []
+    for function in model.functions:
+        ops = [
+            (op.kind, type(op.node).__name__, op.stream.key, op.seq, sorted(op.vc.items()),
+             sorted(op.host_vc.items()), len(op.reads), len(op.writes))
+            for op in function.ops
+        ]
+        hazards = [(h.first.op.index, h.second.op.index, h.storage.label) for h in function.hazards]
+        lifetime = [(h.release.index, h.storage.label) for h in function.lifetime_hazards]
+        out.append((function.name, ops, hazards, lifetime, function.truncated))
+    return out
+
+
+HELPERS = '''
+import torch
+
+def sync_all():
+    torch.cuda.synchronize()
+
+def current():
+    return torch.cuda.current_stream()
+
+def uses_both(x):
+    s = current()
+    with torch.cuda.stream(s):
+        y = x * 2
+    sync_all()
+    return y.sum().item()
+
+def later_helper_used_first(x):
+    z = not_yet_summarised(x)
+    return z
+
+def not_yet_summarised(x):
+    torch.cuda.synchronize()
+    return x
+
+def plain(x):
+    return x + 1
+
+def caller(x):
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        y = plain(x)
+    later_helper_used_first(y)
+    return uses_both(y)
+'''
+
+
+def test_summary_runs_stand_for_the_helpers_own_analysis(monkeypatch):
+    from pathlib import Path
+
+    from synclint.model.scopes import _Builder
+
+    root = Path(__file__).resolve().parent.parent
+    texts = [HELPERS] + [p.read_text() for p in sorted((root / "fixtures").rglob("*.py"))]
+    reused = []
+    original = _Builder._summary_run
+
+    def counting(self, node):
+        done = original(self, node)
+        reused.append(done is not None)
+        return done
+
+    with_reuse = []
+    monkeypatch.setattr(_Builder, "_summary_run", counting)
+    for text in texts:
+        with_reuse.append(_shape(build_module_model(cst.parse_module(text), source=text)))
+    monkeypatch.setattr(_Builder, "_summary_run", lambda self, node: None)
+    for text, expected in zip(texts, with_reuse):
+        assert _shape(build_module_model(cst.parse_module(text), source=text)) == expected
+    # Both answers were exercised: most helpers' runs stood, and some had looked up a summary
+    # that changed after them (`later_helper_used_first`).
+    assert sum(reused) > 10 and not all(reused)

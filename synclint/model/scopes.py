@@ -64,11 +64,16 @@ class _Builder:
         self.resolver = resolver
         self.settings = settings
         self.summaries: dict[str, FunctionSummary] = {}
+        # id(function) -> (its last summary run, the summaries that run looked up)
+        self._summary_runs: dict[int, tuple[Interpreter, dict]] = {}
         self.result = ModuleModel()
         self.interpreters: list[Interpreter] = []
 
-    def interpreter(self, model: FunctionModel, counters: dict, attributes=None) -> Interpreter:
-        interp = Interpreter(model, self.resolver, self.settings, self.summaries, counters, attributes)
+    def interpreter(
+        self, model: FunctionModel, counters: dict, attributes=None, summaries=None
+    ) -> Interpreter:
+        summaries = self.summaries if summaries is None else summaries
+        interp = Interpreter(model, self.resolver, self.settings, summaries, counters, attributes)
         interp.model_code = self.code_for
         self.interpreters.append(interp)
         return interp
@@ -102,11 +107,14 @@ class _Builder:
                 break
             for function in called:
                 model = FunctionModel(function.name.value, function)
-                interp = self.interpreter(model, {})
+                seen = _SeenSummaries(self.summaries)
+                interp = self.interpreter(model, {}, summaries=seen)
+                self._summary_runs.pop(id(function), None)
                 try:
                     interp.run_function(function, is_method=False)
                 except RecursionError:
                     continue
+                self._summary_runs[id(function)] = (interp, seen.seen)
                 summary = FunctionSummary()
                 summary.synchronizes = any(
                     op.kind == OpKind.HOST_SYNC and op.sync_kind in ("device", "helper", "unknown")
@@ -117,9 +125,14 @@ class _Builder:
 
     # -- functions ------------------------------------------------------------------------------
 
-    def run_scope(self, model: FunctionModel, body, counters=None, attributes=None) -> Interpreter:
-        interp = self.interpreter(model, counters if counters is not None else {}, attributes)
-        _guarded(model, lambda: body(interp))
+    def run_scope(
+        self, model: FunctionModel, body, counters=None, attributes=None, done=None
+    ) -> Interpreter:
+        """Interpret a scope and record its model (``done``: an interpreter that already ran it)."""
+        interp = done
+        if interp is None:
+            interp = self.interpreter(model, counters if counters is not None else {}, attributes)
+            _guarded(model, lambda: body(interp))
         interp.finish()
         self.result.functions.append(model)
         for nested in interp.nested:
@@ -127,7 +140,22 @@ class _Builder:
         return interp
 
     def run_function(self, node: cst.FunctionDef, name: str) -> None:
-        self.run_scope(FunctionModel(name, node), lambda i: i.run_function(node, is_method=False))
+        done = self._summary_run(node)
+        model = done.model if done is not None else FunctionModel(name, node)
+        self.run_scope(model, lambda i: i.run_function(node, is_method=False), done=done)
+
+    def _summary_run(self, node: cst.FunctionDef) -> Optional[Interpreter]:
+        """The helper's last summary run, when it is the run :meth:`run_function` would make: it
+        started from nothing, as a function does, and every summary it looked up is still what
+        it found then (a run is a function of what it looks up). Helpers are summarised for their
+        callers and then analysed on their own: this spares the second, identical walk."""
+        run = self._summary_runs.pop(id(node), None)
+        if run is None:
+            return None
+        interp, seen = run
+        if any(_facts(self.summaries.get(name)) != facts for name, facts in seen.items()):
+            return None
+        return interp
 
     # -- classes --------------------------------------------------------------------------------
 
@@ -238,6 +266,23 @@ class _Builder:
         self.result.functions.append(interp.model)
         for nested in interp.nested:
             self.run_function(nested, name=f"{interp.model.name}.{nested.name.value}")
+
+
+class _SeenSummaries:
+    """The builder's summaries, remembering what one run looked up (name -> what it found)."""
+
+    def __init__(self, summaries: dict[str, FunctionSummary]) -> None:
+        self._summaries = summaries
+        self.seen: dict[str, Optional[tuple[bool, bool]]] = {}
+
+    def get(self, name: str, default=None):
+        found = self._summaries.get(name, default)
+        self.seen[name] = _facts(found)
+        return found
+
+
+def _facts(summary: Optional[FunctionSummary]) -> Optional[tuple[bool, bool]]:
+    return None if summary is None else (summary.synchronizes, summary.returns_current_stream)
 
 
 def _guarded(model: FunctionModel, run) -> None:
