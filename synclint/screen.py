@@ -97,8 +97,8 @@ def may_report(
     from synclint.mirror import mirror_module
     from synclint.rules.registry import all_rules
 
-    text = SourceText(source, record_origins=True)
     try:
+        text = SourceText(source, record_origins=True)
         module = mirror_module(tree, source, dropped, text)
         register(module)
         ctx = ScreenContext(path, source, module, settings, SourceCode(text, tree))

@@ -113,6 +113,19 @@ def test_a_crash_inside_the_screen_takes_the_ordinary_way(monkeypatch):
     assert {d.code for d in lint_text(RACY, "racy.py", EVERY_RULE).diagnostics} == {"SYN101"}
 
 
+def test_an_identifier_spelt_two_ways_takes_the_ordinary_way():
+    """``ｅ`` (fullwidth) and ``e`` are one name to Python, two spellings in the text: the mirror
+    cannot tell which node was spelt how, so the screen must hand the file to libcst, not crash
+    (it did, before the text was read inside the screen's guard: pygments and test_re.py)."""
+    text = RACY.replace("y = x * 2", "ｅ = 1\n        e = ｅ + 1\n        y = x * 2")
+    assert text != RACY
+    assert _screened(text, "spelt.py") is True
+    result = lint_text(text, "spelt.py", EVERY_RULE)
+    assert result.errors == []
+    assert result.diagnostics == lint_text(text, "spelt.py", EVERY_RULE, screen=False).diagnostics
+    assert {d.code for d in result.diagnostics} == {"SYN101"}
+
+
 SUPPRESSIONS = """\
 import torch  # noqa
 # synclint: ignore[SYN999]
