@@ -1,9 +1,9 @@
 """Linting one file: bytes to text, the prefilter, the engine, suppressions and SYN002.
 
 The prefilter decides, cheapest test first, how little of a file the engine needs: each rule's
-trigger words, patterns, requirement and text check on the text; CPython's ``ast`` (every file is parsed once,
-for SYN001: a file no rule's words occur in only through CPython's symbol table, which needs no
-tree) and the rules' syntax checks on it; then :mod:`synclint.slicing` blanks the top-level
+trigger words, patterns, requirement and text check on the text; CPython's ``ast`` (every file is
+parsed once, for SYN001: a file no rule's words occur in, or whose rules' text checks all say no,
+only through CPython's symbol table, which needs no tree) and the rules' syntax checks on it; then :mod:`synclint.slicing` blanks the top-level
 definitions no remaining rule could report on. Linting with ``prefilter=False`` skips all of it and
 must give the same diagnostics (``tests/test_prefilter_differential.py``).
 

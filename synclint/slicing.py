@@ -10,8 +10,8 @@ their numbers and columns, so positions, code frames and fixes are those of the 
 A definition is *relevant* when, on its own text, some rule that may fire on the file passes the same
 test the file-level prefilter applies (trigger words, trigger pattern, text check, ``ast`` syntax
 check) and holds what the rule requires (``Rule.requires_pattern``: SYN204 needs the event's
-creation in the very function it reports on). Relevance then spreads by name, to a fixed point, along the only ways
-the model lets one definition's analysis depend on another's text:
+creation in the very function it reports on). Relevance then spreads by name, to a fixed point,
+along the only ways the model lets one definition's analysis depend on another's text:
 
 * a module-level statement that mentions a rule's trigger or requirement (``from torch.cuda import
   Event as E``, ``STREAM = torch.cuda.Stream()``) makes the names it binds relevant, and so does one
