@@ -3,9 +3,10 @@
 The prefilter decides, cheapest test first, how little of a file the engine needs: each rule's
 trigger words, patterns, requirement and text check on the text; CPython's ``ast`` (every file is
 parsed once, for SYN001: a file no rule's words occur in, or whose rules' text checks all say no,
-only through CPython's symbol table, which needs no tree) and the rules' syntax checks on it; then :mod:`synclint.slicing` blanks the top-level
-definitions no remaining rule could report on. Linting with ``prefilter=False`` skips all of it and
-must give the same diagnostics (``tests/test_prefilter_differential.py``).
+only through CPython's symbol table, which needs no tree) and the rules' syntax checks on it;
+then :mod:`synclint.slicing` blanks the top-level definitions no remaining rule could report on.
+Linting with ``prefilter=False`` skips all of it and must give the same diagnostics
+(``tests/test_prefilter_differential.py``).
 
 Everything that can go wrong with a file (undecodable bytes, NUL bytes, bad syntax) becomes SYN001
 for that file; an unreadable file or a crashing rule becomes an *error* (reported on standard error,
