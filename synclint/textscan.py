@@ -97,9 +97,7 @@ def _starts_statement(text: str, dot: int) -> bool:
             # `f(x.to(d))` or `[x.to(d)]`; but `(x.to(d))` alone is a statement too.
             return c == "(" and _statement_boundary_before(text, i)
         elif c in _SPACE:
-            j = i - 1
-            while j >= 0 and text[j] in _SPACE:
-                j -= 1
+            j = _before_spaces(text, i)
             if j < 0:
                 return True
             before, after = text[j], text[i + 1]
@@ -120,8 +118,14 @@ def _starts_statement(text: str, dot: int) -> bool:
     return True
 
 
-def _statement_boundary_before(text: str, i: int) -> bool:
+def _before_spaces(text: str, i: int) -> int:
+    """The index of the last character before ``i`` that is not a space (-1: none)."""
     j = i - 1
     while j >= 0 and text[j] in _SPACE:
         j -= 1
+    return j
+
+
+def _statement_boundary_before(text: str, i: int) -> bool:
+    j = _before_spaces(text, i)
     return j < 0 or text[j] in _NEWLINE or text[j] in _UNREADABLE or text[j] in ";:("

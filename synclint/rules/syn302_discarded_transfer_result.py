@@ -17,13 +17,13 @@ from synclint.astscan import has_bare_method_call
 from synclint.cstwalk import walk
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model.file_facts import tensor_facts
+from synclint.rules._common import method_pattern
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.textscan import may_be_bare_call
 
 TRANSFERS = frozenset({"to", "cuda", "cpu", "pin_memory"})
-#: An attribute named like a transfer: ``.`` then (spaces, ``\\``-continuations, newlines and
-#: comments, as Python allows inside brackets) then the name as a whole word.
-TRANSFER_ATTRIBUTE = re.compile(r"\.[\s\\]*(?:#[^\n]*\n[\s\\]*)*(?:to|cuda|cpu|pin_memory)\b")
+#: An attribute named like a transfer, with any gap Python allows after the ``.``.
+TRANSFER_ATTRIBUTE = re.compile(method_pattern(*sorted(TRANSFERS)))
 
 
 class DiscardedTransferResult(Rule):
