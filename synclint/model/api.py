@@ -19,11 +19,13 @@ GRAPH_CONTEXTS = {"torch.cuda.graph"}
 STREAM_KEYWORDS = {"device", "priority", "stream_id", "device_index", "device_type", "stream_ptr"}
 EVENT_KEYWORDS = {"enable_timing", "blocking", "interprocess", "external", "device"}
 
+#: Wall clocks. Not ``time.process_time``/``thread_time``: they count the CPU time this process
+#: spent, which no synchronization would turn into the GPU's time (``cpu_time = process_time() -
+#: t0`` around asynchronous work measures the host on purpose).
 HOST_CLOCKS = {
     "time.time",
     "time.perf_counter",
     "time.monotonic",
-    "time.process_time",
     "time.time_ns",
     "time.perf_counter_ns",
     "time.monotonic_ns",
@@ -52,22 +54,28 @@ COLLECTIVES = {
         "scatter",
     )
 }
-#: Collectives whose first positional argument is written (the others read their inputs only).
-COLLECTIVE_OUTPUT_FIRST = {
-    "torch.distributed.all_reduce",
-    "torch.distributed.all_gather",
-    "torch.distributed.all_gather_into_tensor",
-    "torch.distributed._all_gather_base",
-    "torch.distributed.reduce_scatter",
-    "torch.distributed.reduce_scatter_tensor",
-    "torch.distributed._reduce_scatter_base",
-    "torch.distributed.broadcast",
-    "torch.distributed.reduce",
-    "torch.distributed.all_to_all",
-    "torch.distributed.all_to_all_single",
-    "torch.distributed.recv",
-    "torch.distributed.irecv",
+#: Collectives that write their first positional argument, with that parameter's keyword (the
+#: others read their inputs only). ``all_gather``'s ``tensor`` is its input: the keyword matters.
+COLLECTIVE_OUTPUT = {
+    "torch.distributed.all_reduce": "tensor",
+    "torch.distributed.all_gather": "tensor_list",
+    "torch.distributed.all_gather_into_tensor": "output_tensor",
+    "torch.distributed._all_gather_base": "output_tensor",
+    "torch.distributed.reduce_scatter": "output",
+    "torch.distributed.reduce_scatter_tensor": "output",
+    "torch.distributed._reduce_scatter_base": "output",
+    "torch.distributed.broadcast": "tensor",
+    "torch.distributed.reduce": "tensor",
+    "torch.distributed.all_to_all": "output_tensor_list",
+    "torch.distributed.all_to_all_single": "output",
+    "torch.distributed.recv": "tensor",
+    "torch.distributed.irecv": "tensor",
 }
+#: The keywords of collectives' tensor arguments (the others are options: group, op, src, ...).
+COLLECTIVE_TENSOR_KEYWORDS = frozenset(
+    {"tensor", "output", "input", "tensor_list", "output_tensor", "input_tensor",
+     "output_tensor_list", "input_tensor_list", "scatter_list", "gather_list"}
+)
 ALWAYS_ASYNC_COLLECTIVES = {"torch.distributed.isend", "torch.distributed.irecv"}
 
 TENSOR_FACTORIES = {

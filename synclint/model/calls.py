@@ -22,6 +22,7 @@ from synclint.model.call_args import (
 )
 from synclint.model.inlining import can_inline, inline_call
 from synclint.model.resolver import canonical
+from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind
 from synclint.model.values import (
     HOST,
@@ -214,13 +215,13 @@ class CallSemantics:
             for storage in storages:
                 storage.root.escapes = True
 
-    def unknown_result(self, node: cst.Call, storages: list, hint: Optional[str]):
+    def unknown_result(self, node: cst.Call, storages: list, hint: Optional[str], opaque: bool = False):
         """The result of an unknown call given tensors: a tensor made on the current stream if
         used as one later; host memory when every tensor given was host memory."""
         evidence = any(s.tensor for s in storages)
         device = "cpu" if all(s.root.on_host for s in storages) else None
         return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", device=device,
-                              evidence=evidence, mark_arguments=False)
+                              evidence=evidence, mark_arguments=False, opaque=opaque)
 
     def unknown_call(self, node: cst.Call, hint: Optional[str]):
         name = self.i.resolver.qualify(node.func) or ""
@@ -271,10 +272,11 @@ class CallSemantics:
             for value in values:
                 for storage in storages_of(value):
                     storage.escapes = True
+                self.i.arguments_kept(value)
             return None
         storages = [s for v in values for s in storages_of(v)]
         if storages:
-            return self.unknown_result(node, storages, hint)
+            return self.unknown_result(node, storages, hint, opaque=is_opaque_method(method))
         return None
 
     def factory(self, node: cst.Call, name: str, hint: Optional[str]):
@@ -343,13 +345,27 @@ class CallSemantics:
         return self.tensor_op(node, reads=storages, result_label=hint or "<expr>")
 
     def collective(self, node: cst.Call, name: str):
-        values = [self.ev(arg.value) for arg in node.args if arg.keyword is None or arg.keyword.value in ("tensor", "output", "input", "tensor_list", "output_tensor", "input_tensor")]
+        output_keyword = api.COLLECTIVE_OUTPUT.get(name)
+        outputs: list = []
+        storages: list = []
+        first_positional = True
         for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value not in ("tensor", "output", "input", "tensor_list", "output_tensor", "input_tensor"):
-                self.ev(arg.value)
-        storages = [s for v in values for s in storages_of(v)]
+            tensor_argument = arg.keyword is None or arg.keyword.value in api.COLLECTIVE_TENSOR_KEYWORDS
+            value = self.ev(arg.value)
+            if not tensor_argument:
+                continue
+            found = storages_of(value)
+            storages.extend(found)
+            # The output is the first positional argument, or the one named by its keyword:
+            # `all_gather(buffers, kv)` writes the buffers and only reads `kv`.
+            if output_keyword is not None and (
+                (arg.keyword is None and first_positional and not arg.star)
+                or (arg.keyword is not None and arg.keyword.value == output_keyword)
+            ):
+                outputs.extend(found)
+            if arg.keyword is None:
+                first_positional = False
         asynchronous = _is_true(_keyword(node, "async_op")) or name in api.ALWAYS_ASYNC_COLLECTIVES
-        outputs = storages[:1] if name in api.COLLECTIVE_OUTPUT_FIRST else []
         inputs = [s for s in storages if s not in outputs]
         for storage in storages:
             # ProcessGroupNCCL records its tensors on its internal stream (or stashes them in the

@@ -53,6 +53,24 @@ def _handler(evaluator: type, node_type: type) -> Optional[tuple]:
     return function, function.__code__.co_argcount == 3
 
 
+def _works_among(elements) -> Optional[object]:
+    """The work handles a loop over a list known only per path yields: ``reqs = [work]`` on one
+    path and ``reqs = []`` (or a helper's list of sends) on another, then ``for r in reqs:
+    r.wait()``. On every path where the list holds a handle the loop waits on it, so the element
+    stands for all of them. Only handles: a tensor element known on some paths only would be
+    claimed to alias what it may not, and unknown elements of the other paths say nothing."""
+    works: list = []
+    for element in elements:
+        for value in element.values if isinstance(element, Alternatives) else (element,):
+            if isinstance(value, WorkValue) and not any(value is seen for seen in works):
+                works.append(value)
+            elif value is not None:
+                return None
+    if not works:
+        return None
+    return works[0] if len(works) == 1 else Alternatives(tuple(works[:8]))
+
+
 class ExpressionEvaluator(CallSemantics, KnownValueMethods):
     def __init__(self, interp: "Interpreter") -> None:
         self.i = interp
@@ -84,8 +102,10 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         device: Optional[str] = "same",
         evidence: bool = True,
         mark_arguments: bool = True,
+        opaque: bool = False,
     ) -> Optional[Storage]:
-        """Enqueue tensor work on the current stream (or run it on the host for CPU tensors)."""
+        """Enqueue tensor work on the current stream (or run it on the host for CPU tensors).
+        ``opaque``: see ``Op.opaque``."""
         reads = list(reads)
         writes = list(writes)
         result = None
@@ -113,7 +133,8 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if host_writes:
             self.host_access(node, host_writes, "write")
         if dev_reads or dev_writes:
-            op = self.i.emit(OpKind.ACCESS, node, reads=tuple(dev_reads), writes=tuple(dev_writes))
+            op = self.i.emit(OpKind.ACCESS, node, reads=tuple(dev_reads), writes=tuple(dev_writes),
+                             opaque=opaque)
             for storage in dev_reads:
                 self.i.access(op, storage, "read")
             for storage in dev_writes:
@@ -299,10 +320,22 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         return "other", None
 
     def element_of(self, iterable, target: cst.BaseExpression, source: Optional[cst.BaseExpression] = None):
-        if iterable is None and source is not None:
-            key = dotted(source)
-            if key is not None and key + "[]" in self.state.env:
-                return self.state.env[key + "[]"]
+        """What a ``for`` loop over ``iterable`` (the value of ``source``) binds its target to.
+
+        Handles appended to the list (``works.append(dist.all_reduce(..., async_op=True))``, kept
+        under ``works[]``) are elements too, beside those of the literal it was bound to (``works
+        = []``, perhaps appended to only on some paths)."""
+        key = dotted(source) if source is not None else None
+        kept = self.state.env.get(key + "[]") if key is not None else None
+        if kept is not None:
+            if iterable is None:
+                return kept
+            element = self._element_of(iterable, target)
+            works = _works_among((element, kept))
+            return works if works is not None else element
+        return self._element_of(iterable, target)
+
+    def _element_of(self, iterable, target: cst.BaseExpression):
         if isinstance(iterable, StreamList):
             index = dotted(target) or "i"
             return StreamValue(f"{iterable.key}[{index}]", f"stream `{iterable.key}[{index}]`", "created",
@@ -314,6 +347,8 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             values = [v for v in iterable.items if v is not None]
             if values and all(isinstance(v, Storage) for v in values):
                 return values[0] if len(values) == 1 else Alternatives(tuple(values[:8]))
+        if isinstance(iterable, Alternatives):
+            return _works_among(self._element_of(v, target) for v in iterable.values)
         return None
 
     # -- leaves ----------------------------------------------------------------------------------

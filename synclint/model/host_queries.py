@@ -110,12 +110,17 @@ def record_seen(
 
 
 def unseen_cuda_work(function: FunctionModel, after: int, at: Op) -> list[Op]:
-    """CUDA work enqueued after op index ``after`` and before ``at`` that the host has not seen."""
-    return [
-        op
-        for op in function.ops
-        if after < op.index < at.index and is_cuda_work(op) and not function.host_has_seen(op, at)
-    ]
+    """CUDA work enqueued after op index ``after`` and before ``at`` that the host has not seen.
+
+    An opaque call (``engine.generate(ids)``, ``runner.capture(x)``: see ``Op.opaque``) may
+    synchronize before it returns, so neither it nor the work before it is claimed unseen: only
+    the work after the last one counts."""
+    between = [op for op in function.ops if after < op.index < at.index]
+    for position in range(len(between) - 1, -1, -1):
+        if between[position].opaque:
+            between = between[position + 1 :]
+            break
+    return [op for op in between if is_cuda_work(op) and not function.host_has_seen(op, at)]
 
 
 def records_of(op: Op, event_key: str) -> list[Op]:

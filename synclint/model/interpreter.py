@@ -54,6 +54,26 @@ _DISPLAYS = (cst.Tuple, cst.List)
 
 
 
+def _optional_tested(stmt: cst.If) -> Optional[str]:
+    """The name ``stmt`` tests for being set (``if s is not None:`` / ``if s:``), with no
+    ``else``: the key of the stream it would be, or None."""
+    if stmt.orelse is not None:
+        return None
+    test = stmt.test
+    if isinstance(test, cst.Comparison):
+        if len(test.comparisons) != 1:
+            return None
+        comparison = test.comparisons[0]
+        if not isinstance(comparison.operator, cst.IsNot):
+            return None
+        if not (isinstance(comparison.comparator, cst.Name) and comparison.comparator.value == "None"):
+            return None
+        test = test.left
+    if not isinstance(test, (cst.Name, cst.Attribute)):
+        return None
+    return dotted(test)
+
+
 def _target_names(target: cst.BaseExpression) -> set:
     if isinstance(target, cst.Name):
         return {target.value}
@@ -596,11 +616,7 @@ class Interpreter:
                 self.release_if_unreferenced(old, stmt)
         elif isinstance(target, cst.Attribute):
             key = dotted(target)
-            for storage in storages_of(value):
-                made_by = storage.alloc_op
-                if made_by is not None and made_by.kind == OpKind.ACCESS and made_by.qualname is None:
-                    for argument in made_by.reads:  # an object built from them may keep them
-                        argument.root.escapes = True
+            self.arguments_kept(value)
             if key is not None and key.startswith(("self.", "cls.")):
                 # The object holds a reference while the attribute is bound (FSDP-style held
                 # references); rebinding it may drop the last reference to the old value.
@@ -644,15 +660,23 @@ class Interpreter:
             base_storages = storages_of(base)
             if base_storages and any(s.root.tensor for s in base_storages):
                 self.exprs.tensor_op(stmt, reads=storages_of(value), writes=base_storages, inplace=True)
-            elif base_storages:
+            else:
                 # `bufs[k] = v` on a value never used as a tensor: a list or dict store on the host.
                 for storage in storages_of(value):
                     storage.escapes = True
-            else:
-                for storage in storages_of(value):
-                    storage.escapes = True
+                self.arguments_kept(value)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, None, stmt)
+
+    def arguments_kept(self, value) -> None:
+        """``value`` is stored where it outlives this call (an attribute, a container). If an
+        unknown call made it from tensors, it may keep them (an object built from them) or be one
+        of them (``reload(state, buffer)`` returning ``buffer``): they escape too."""
+        for storage in storages_of(value):
+            made_by = storage.alloc_op
+            if made_by is not None and made_by.kind == OpKind.ACCESS and made_by.qualname is None:
+                for argument in made_by.reads:
+                    argument.root.escapes = True
 
     def keep_in_container(self, container: cst.BaseExpression, value) -> None:
         """``works[i] = dist.all_reduce(..., async_op=True)`` / ``works.append(...)``: remember the
@@ -697,6 +721,9 @@ class Interpreter:
         Each ``elif`` test is evaluated on the path where the earlier tests failed."""
         if self.flag_parameter(stmt.test) and not isinstance(stmt.orelse, cst.If):
             return self._flag_branch(stmt)
+        optional = _optional_tested(stmt)
+        if optional is not None:
+            return self._optional_branch(stmt, optional)
         start = self.state
         result: Optional[State] = None
         current: Optional[cst.CSTNode] = stmt
@@ -736,6 +763,26 @@ class Interpreter:
             for key, vc in one.vc.items():
                 result.vc[key] = vc_join(result.vc.get(key, {}), vc)
             result.host_vc = vc_join(result.host_vc, one.host_vc)
+        self.state = result
+
+    def _optional_branch(self, stmt: cst.If, key: str) -> None:
+        """``if s is not None: s.wait_stream(current)`` (no ``else``), then ``with stream(s):``.
+
+        Where ``s`` is None, ``torch.cuda.stream(None)`` changes nothing: the block runs on the
+        current stream, ordered as if the wait had been made. So what the guarded arm made ``s``
+        wait for holds after the join; every other clock is joined as usual."""
+        self.exprs.condition(stmt.test)
+        start = self.state
+        self.state = start.copy()
+        self.guards.append(stmt.test)
+        try:
+            self.suite(stmt.body)
+        finally:
+            self.guards.pop()
+        taken = self.state
+        result = join(taken, start)
+        if not taken.dead and key in taken.vc:
+            result.vc[key] = vc_join(result.vc.get(key, {}), taken.vc[key])
         self.state = result
 
     def loop(self, body: Callable[[], None]) -> None:

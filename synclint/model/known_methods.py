@@ -21,6 +21,7 @@ from synclint.model.call_args import (
 )
 from synclint.model.resolver import dotted
 from synclint.model.state import vc_join
+from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import CopyInfo, Op, OpKind
 from synclint.model.values import (
     HOST,
@@ -185,7 +186,11 @@ class KnownValueMethods:
             self.tensor_op(node, reads=storages + arg_storages, writes=out_storages)
             return out_storages[0] if out_storages else None
         evidence = method in _COMMON_TENSOR_METHODS or any(s.tensor for s in storages)
-        return self.tensor_op(node, reads=storages + arg_storages, result_label=hint or "<expr>", evidence=evidence)
+        # Not a tensor method, handed arguments: the receiver is some other object (`runner.capture(
+        # x)`). With nothing handed (`optimizer.step()`) it is taken to launch work, as calls do.
+        opaque = bool(node.args) and is_opaque_method(method)
+        return self.tensor_op(node, reads=storages + arg_storages, result_label=hint or "<expr>",
+                              evidence=evidence, opaque=opaque)
 
     def copy_into(self, node: cst.Call, destinations: list[Storage]):
         positional = _positional(node)

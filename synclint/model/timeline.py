@@ -86,6 +86,11 @@ class Op:
     note: str = ""
     #: Made while walking a ``self.m()`` helper at its call site (its node is in the helper).
     inlined: bool = False
+    #: A method of an object the model knows nothing about, handed tensors (``engine.generate(
+    #: ids)``, ``runner.capture(x)``): it may launch work, and it may as well synchronize before it
+    #: returns. (A module's ``forward``, and calls of the object itself, ``model(x)``, are not
+    #: opaque: launching work and returning is what they are for.)
+    opaque: bool = False
 
     @property
     def on_device(self) -> bool:
