@@ -78,6 +78,12 @@ COLLECTIVE_TENSOR_KEYWORDS = frozenset(
 )
 ALWAYS_ASYNC_COLLECTIVES = {"torch.distributed.isend", "torch.distributed.irecv"}
 
+#: torch classes whose instances are no tensors, whatever device they name: building one is no
+#: device work (`torch.Generator(device="cuda")` handed to a pipeline is not a CUDA tensor).
+NON_TENSOR_OBJECTS = frozenset(
+    {"torch.Generator", "torch.device", "torch.Size", "torch.finfo", "torch.iinfo"}
+)
+
 TENSOR_FACTORIES = {
     f"torch.{name}"
     for name in (

@@ -122,3 +122,11 @@ def _is_dtype(node: cst.BaseExpression) -> bool:
         "int16", "int32", "int64", "long", "bool", "uint8", "complex64",
     } or text.endswith(".dtype")
 
+
+def is_flag_parameter(param: cst.Param) -> bool:
+    """A switch: a parameter with a boolean default, or annotated ``bool`` (see
+    ``Interpreter.flag_parameter``)."""
+    if isinstance(param.default, cst.Name) and param.default.value in ("True", "False"):
+        return True
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    return isinstance(annotation, cst.Name) and annotation.value == "bool"

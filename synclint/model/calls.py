@@ -37,6 +37,11 @@ from synclint.model.values import (
 )
 
 
+#: Factories that build a tensor from data: from host data (not a tensor) onto a device, a
+#: blocking copy.
+_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
+
+
 class CallSemantics:
     """``ex_Call`` and the meaning of calls; ``self`` is the :class:`ExpressionEvaluator`."""
 
@@ -232,7 +237,10 @@ class CallSemantics:
         storages = [s for v in values for s in storages_of(v)]
         if not storages:
             return None
-        return self.unknown_result(node, storages, hint)
+        # An object built from tensors (`BroadcastOperation(bucket=buf)`): what its constructor
+        # does is unknown, a synchronization included (see ``Op.opaque``).
+        constructor = name.rsplit(".", 1)[-1][:1].isupper()
+        return self.unknown_result(node, storages, hint, opaque=constructor)
 
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
         if method in ("wait_stream", "wait_event", "record_event") or (
@@ -298,6 +306,11 @@ class CallSemantics:
             return storage
         op = self.i.emit(OpKind.ACCESS, node, writes=(storage,), qualname=name)
         self.i.access(op, storage, "write")
+        if name in _FROM_DATA and not (values and storages_of(values[0])):
+            # `torch.tensor([0, 2], device="cuda")`: host data copied the blocking way (non_blocking
+            # is False inside): done when the call returns.
+            self.i.emit(OpKind.HOST_SYNC, node, target=op.stream, sync_kind="blocking-copy")
+            self.i.host_sees({op.stream.key: op.seq})
         return storage
 
     def device_of(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
@@ -321,6 +334,8 @@ class CallSemantics:
 
     def torch_function(self, node: cst.Call, name: str, hint: Optional[str]):
         values = self.args(node)
+        if name in api.NON_TENSOR_OBJECTS:
+            return None
         storages = [s for v in values for s in storages_of(v)]
         out = _keyword(node, "out")
         out_storages = storages_of(self.ev(out)) if out is not None else []

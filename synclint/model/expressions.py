@@ -116,7 +116,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             result = self.i.new_storage(
                 result_label,
                 node,
-                alloc_stream=self.state.current,
+                # What an opaque call returns may be pooled, cached or something it was given:
+                # where it was allocated is unknown.
+                alloc_stream=None if opaque else self.state.current,
                 device=device,
                 tensor=evidence,
             )

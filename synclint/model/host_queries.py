@@ -109,18 +109,42 @@ def record_seen(
     return covering_sync(function, record, at, parents) is not None
 
 
-def unseen_cuda_work(function: FunctionModel, after: int, at: Op) -> list[Op]:
+def unseen_cuda_work(
+    function: FunctionModel,
+    after: int,
+    at: Op,
+    parents: Optional[Mapping[cst.CSTNode, cst.CSTNode]] = None,
+) -> list[Op]:
     """CUDA work enqueued after op index ``after`` and before ``at`` that the host has not seen.
 
     An opaque call (``engine.generate(ids)``, ``runner.capture(x)``: see ``Op.opaque``) may
     synchronize before it returns, so neither it nor the work before it is claimed unseen: only
-    the work after the last one counts."""
+    the work after the last one counts. With ``parents``, work followed by a host synchronization
+    that covers it and runs whenever it runs (``if ...: ids = x.to("cpu")``, a blocking copy in the
+    same branch) counts as seen too: the vector clocks forget it at the end of the branch."""
     between = [op for op in function.ops if after < op.index < at.index]
     for position in range(len(between) - 1, -1, -1):
         if between[position].opaque:
             between = between[position + 1 :]
             break
-    return [op for op in between if is_cuda_work(op) and not function.host_has_seen(op, at)]
+    unseen = [op for op in between if is_cuda_work(op) and not function.host_has_seen(op, at)]
+    if parents is None or not unseen:
+        return unseen
+    syncs = [op for op in between if op.kind == OpKind.HOST_SYNC]
+    return [op for op in unseen if not any(_synchronizes(s, op, parents) for s in syncs)]
+
+
+def _synchronizes(sync: Op, work: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    """Does ``sync``, after ``work``, wait for it, on every path through ``work``?"""
+    if sync.index <= work.index:
+        return False
+    if sync.sync_kind not in _ALL_STREAM_SYNCS and not (
+        sync.sync_kind in ("stream", "blocking-read", "blocking-copy")
+        and sync.target is not None
+        and sync.target.key == work.stream.key
+    ):
+        return False
+    return dominates(sync.node, work.node, parents)
 
 
 def records_of(op: Op, event_key: str) -> list[Op]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from synclint.model.call_args import is_flag_parameter
 from synclint.model.state import join
 from synclint.model.values import STORAGE_HOLDERS, Alternatives, storages_of
 
@@ -95,6 +96,10 @@ def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
     # Only parameters bound to something known stand for the caller's values; unknown ones (a
     # list built by a comprehension) are not "produced on the caller's stream".
     interp.params = {n for n in names if env.get(n) is not None}
+    saved_flags = interp.flag_params
+    interp.flag_params = saved_flags | {
+        p.name.value for p in params + list(method.params.kwonly_params) if is_flag_parameter(p)
+    }
     interp.inline_stack.append(method.name.value)
     interp.inline_returns.append([])
     interp.inline_keep.append(held_by_caller)
@@ -105,6 +110,7 @@ def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
         interp.inline_keep.pop()
         interp.inline_stack.pop()
         interp.params, interp.entry_op, interp.loop_base = saved_params, saved_entry_op, saved_loop_base
+        interp.flag_params = saved_flags
 
     ends = [state for state, _ in returns]
     if not interp.state.dead:

@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Optional
 
 import libcst as cst
 
+from synclint.model.call_args import is_flag_parameter
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
 from synclint.model.state import EventState, State, alternatives, join, vc_join
@@ -408,7 +409,7 @@ class Interpreter:
             if is_method and index == 0 and name in ("self", "cls"):
                 continue
             self.params.add(name)
-            if isinstance(param.default, cst.Name) and param.default.value in ("True", "False"):
+            if is_flag_parameter(param):
                 self.flag_params.add(name)
             self.bind(name, self._param_value(param))
         for star in (params.star_arg, params.star_kwarg):
@@ -757,12 +758,22 @@ class Interpreter:
         if stmt.orelse is not None:
             self.suite(stmt.orelse.body)
         result = join(taken, self.state)
-        for one in (taken, self.state):
+        for one, other in ((taken, self.state), (self.state, taken)):
             if one.dead:
                 continue
             for key, vc in one.vc.items():
                 result.vc[key] = vc_join(result.vc.get(key, {}), vc)
             result.host_vc = vc_join(result.host_vc, one.host_vc)
+            # `if overlap: self.done.record()` ... `if overlap: ...; self.done.wait()`: an event
+            # recorded on one arm only is waited, if at all, under the same switch.
+            for key, event in one.events.items():
+                before = start.events.get(key)
+                unrecorded = before.recorded_by if before is not None else ()
+                theirs = other.events.get(key)
+                if event.recorded_by != unrecorded and (
+                    theirs is None or other.dead or theirs.recorded_by == unrecorded
+                ):
+                    result.events[key] = event
         self.state = result
 
     def _optional_branch(self, stmt: cst.If, key: str) -> None:

@@ -175,6 +175,10 @@ class KnownValueMethods:
         if method == "wait" or method == "synchronize":
             self.args(node)
             return None
+        if is_opaque_method(method) and not any(s.tensor for s in storages):
+            # No tensor has this method: the receiver, never used as a tensor, is some other
+            # object (`group.rank()`, `handle_buf.append(...)`, `runner.capture(x)`).
+            return self.unknown_method(node, node.func, None, method, hint)
         values = self.args(node)
         arg_storages = [s for v in values for s in storages_of(v)]
         if method.endswith("_") and not method.endswith("__"):
@@ -186,8 +190,7 @@ class KnownValueMethods:
             self.tensor_op(node, reads=storages + arg_storages, writes=out_storages)
             return out_storages[0] if out_storages else None
         evidence = method in _COMMON_TENSOR_METHODS or any(s.tensor for s in storages)
-        # Not a tensor method, handed arguments: the receiver is some other object (`runner.capture(
-        # x)`). With nothing handed (`optimizer.step()`) it is taken to launch work, as calls do.
+        # A method only some tensor subclasses have, on a tensor (`dt.full_tensor()`).
         opaque = bool(node.args) and is_opaque_method(method)
         return self.tensor_op(node, reads=storages + arg_storages, result_label=hint or "<expr>",
                               evidence=evidence, opaque=opaque)

@@ -126,9 +126,17 @@ def join(a: State, b: State) -> State:
 def _closer(state: State):
     key = state.current.key
     vc = state.stream_vc(key)
+    host = state.host_vc
 
     def closed(access: Access) -> bool:
-        return access.stream.key != key and access.op.seq > 0 and vc.get(access.stream.key, 0) >= access.op.seq
+        seq = access.op.seq
+        if seq <= 0:
+            return False
+        # Seen by the host (`part.cpu()` on its stream): complete, so nothing issued later races
+        # with it, whatever stream it ran on.
+        if host.get(access.stream.key, 0) >= seq:
+            return True
+        return access.stream.key != key and vc.get(access.stream.key, 0) >= seq
 
     return closed
 

@@ -86,10 +86,12 @@ class Op:
     note: str = ""
     #: Made while walking a ``self.m()`` helper at its call site (its node is in the helper).
     inlined: bool = False
-    #: A method of an object the model knows nothing about, handed tensors (``engine.generate(
-    #: ids)``, ``runner.capture(x)``): it may launch work, and it may as well synchronize before it
-    #: returns. (A module's ``forward``, and calls of the object itself, ``model(x)``, are not
-    #: opaque: launching work and returning is what they are for.)
+    #: A call the model cannot see into, handed tensors: a method of an object that is not a
+    #: tensor (``engine.generate(ids)``, ``runner.capture(x)``) or a constructor
+    #: (``BroadcastOperation(bucket=buf)``). It may launch work, and it may as well synchronize
+    #: before it returns, and what it returns may be pooled, cached or something it was given (no
+    #: known allocation stream). (A module's ``forward``, and calls of the object itself,
+    #: ``model(x)``, are not opaque: launching work and returning is what they are for.)
     opaque: bool = False
 
     @property

@@ -27,6 +27,7 @@ from synclint.astscan import (
 )
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
+from synclint.model.file_facts import parent_map
 from synclint.model.host_queries import unseen_cuda_work
 from synclint.rules._common import functions, torch_name
 from synclint.rules.base import FixKind, Rule, RuleContext
@@ -132,6 +133,7 @@ class HostTimerWithoutSync(Rule):
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()
+        parents = None
         for function in functions(ctx):
             # Readings in helpers walked at their call sites belong to those helpers' own deltas.
             clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if not c.inlined]
@@ -141,6 +143,9 @@ class HostTimerWithoutSync(Rule):
                     continue
                 start = starts[-1]
                 work = unseen_cuda_work(function, start.index, end)
+                if work:
+                    parents = parents if parents is not None else parent_map(ctx)
+                    work = unseen_cuda_work(function, start.index, end, parents)
                 if not work:
                     continue
                 reported.add(id(end.node))
