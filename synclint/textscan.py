@@ -10,6 +10,10 @@ not the callee of an expression statement; anything it cannot read for sure (a s
 a line break, a backslash between the statement's start and the call's end) is a yes, and the
 syntax check decides. ``tests/test_textscan.py`` checks it against the ``ast`` on generated
 programs and real projects.
+
+:func:`may_pass_true_later` answers the non-blocking copy rules' question (is ``True`` handed to
+``copy_`` or ``to`` as a positional argument after the first?) by reading each call's argument
+list, skipping strings and comments; an f-string or anything else it cannot read through is a yes.
 """
 
 from __future__ import annotations
@@ -129,3 +133,110 @@ def _before_spaces(text: str, i: int) -> int:
 def _statement_boundary_before(text: str, i: int) -> bool:
     j = _before_spaces(text, i)
     return j < 0 or text[j] in _NEWLINE or text[j] in _UNREADABLE or text[j] in ";:("
+
+
+#: What the argument scan stops at: brackets, commas, comments, strings and continuations.
+_ARGUMENT_MARK = re.compile(r"[()\[\]{},#'\"\\]")
+#: String prefixes the argument scan reads through (f-strings and t-strings may nest quotes).
+_PLAIN_PREFIXES = frozenset({"", "r", "u", "b", "br", "rb"})
+_PREFIX = re.compile(r"[A-Za-z0-9_]*$")
+
+
+def may_pass_true_later(text: str, attribute: re.Pattern) -> bool:
+    """Could some call of an attribute matching ``attribute`` (``.copy_``, ``.to``) be handed the
+    name ``True`` as a whole argument after its first (``dst.copy_(src, True)``,
+    ``x.to(d, (True))``)? Arguments nested deeper (``f(a, True)`` inside the call) do not count;
+    a call this scan cannot read to its end counts."""
+    for match in attribute.finditer(text):
+        if _true_after_first(text, match.end()) is not False:
+            return True
+    return False
+
+
+def _true_after_first(text: str, i: int) -> bool | None:
+    """Is ``True`` a whole argument after the first of the call whose callee ends at ``i``?
+    False also when the attribute is not called there; None when the call cannot be read."""
+    i = _skip_gap(text, i)
+    if i >= len(text) or text[i] != "(":
+        # `(x.to)(d, True)`: the call is after the bracket; anything else is no call.
+        return None if i < len(text) and text[i] == ")" else False
+    depth, argument, index = 1, [], 0
+    i += 1
+    while True:
+        mark = _ARGUMENT_MARK.search(text, i)
+        if mark is None:
+            return None  # the file ends inside the call
+        argument.append(text[i : mark.start()])
+        c, i = mark.group(), mark.end()
+        if c == "#":
+            newline = text.find("\n", i)
+            i = len(text) if newline < 0 else newline
+        elif c == "\\":
+            i += 1  # a continuation: the line break after it is space
+        elif c in "'\"":
+            prefix = _PREFIX.search(text, 0, mark.start()).group().lower()
+            if prefix not in _PLAIN_PREFIXES:
+                return None  # an f-string (its fields may hold quotes) or not a string at all
+            i = _string_end(text, mark.start())
+            if i < 0:
+                return None
+            argument.append("''")
+        elif c in "([{":
+            depth += 1
+            argument.append(c)
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return index > 0 and _is_true("".join(argument))
+            argument.append(c)
+        elif depth > 1:
+            argument.append(c)  # a comma inside a nested bracket
+        else:  # a comma between two arguments
+            if index > 0 and _is_true("".join(argument)):
+                return True
+            argument, index = [], index + 1
+
+
+def _skip_gap(text: str, i: int) -> int:
+    """Past spaces, line breaks, continuations and comments."""
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in _SPACE or c in _NEWLINE or c == "\\":
+            i += 1
+        elif c == "#":
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline
+        else:
+            break
+    return i
+
+
+def _string_end(text: str, start: int) -> int:
+    """Just past the string literal whose opening quote is at ``start``; -1 when it does not end
+    (or a one-line string meets a line break)."""
+    quote = text[start]
+    triple = text.startswith(quote * 3, start)
+    closing = quote * 3 if triple else quote
+    i = start + len(closing)
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2  # an escape, or in a raw string a backslash that keeps the quote in
+        elif text.startswith(closing, i):
+            return i + len(closing)
+        elif not triple and c in _NEWLINE:
+            return -1
+        else:
+            i += 1
+    return -1
+
+
+def _is_true(argument: str) -> bool:
+    """Is this argument's text (strings and comments already left out) the name ``True``,
+    perhaps in parentheses?"""
+    stripped = "".join(argument.split())
+    while stripped.startswith("(") and stripped.endswith(")"):
+        stripped = stripped[1:-1]
+    return stripped == "True"

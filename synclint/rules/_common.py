@@ -11,21 +11,9 @@ from synclint.astscan import GAP
 from synclint.model import FunctionModel, StreamValue
 from synclint.model.resolver import ImportResolver
 from synclint.rules.base import RuleContext
+from synclint.textscan import may_pass_true_later
 
 _EXPRESSION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-
-
-#: A non-blocking copy is ``non_blocking=True`` or, for ``copy_`` and ``to``, ``True`` as the second
-#: positional argument (``dst.copy_(src, True)``, ``x.to(device, True)``), which the model honours
-#: too. Trigger words and pattern for the rules about non-blocking copies (SYN301, SYN303, SYN304):
-#: the pattern allows one level of parentheses inside the arguments, over several lines. (Patterns
-#: are tuples of alternatives, each beginning with a literal: Python's ``re`` finds those fast.)
-NON_BLOCKING_TRIGGERS = ("non_blocking", "True")
-NON_BLOCKING_PATTERN = (
-    "non_blocking",
-    r"copy_\s*\((?:[^()]|\([^()]*\))*?,\s*True\s*[,)]",
-    r"to\s*\((?:[^()]|\([^()]*\))*?,\s*True\s*[,)]",
-)
 
 
 def method_pattern(*names: str) -> str:
@@ -34,6 +22,33 @@ def method_pattern(*names: str) -> str:
     allows between the dot and the name: spaces, ``\\`` continuations, and line breaks and
     comments inside brackets. (``wait`` alone is in every ``await``.)"""
     return rf"\.{GAP}(?:{'|'.join(names)})(?!\w)"
+
+
+#: A non-blocking copy is, to the model, ``non_blocking=True`` (the name ``True``, perhaps in
+#: parentheses: a flag passed on, ``non_blocking=non_blocking``, is not known to be true) or, for
+#: ``copy_`` and ``to``, ``True`` as the second positional argument (``dst.copy_(src, True)``,
+#: ``x.to(device, True)``). Trigger words, pattern and text check for the rules about non-blocking
+#: copies (SYN301, SYN303, SYN304): the pattern is a cheap superset (the keyword, or any ``.copy_``
+#: or ``.to``), :func:`may_copy_non_blocking` the exact test on the text. (Patterns are tuples of
+#: alternatives, each beginning with a literal: Python's ``re`` finds those fast.)
+NON_BLOCKING_TRIGGERS = ("non_blocking", "True")
+NON_BLOCKING_KEYWORD = re.compile(rf"non_blocking{GAP}={GAP}(?:\({GAP})*True(?!\w)")
+#: The calls whose second positional argument the model reads as ``non_blocking``.
+POSITIONAL_NON_BLOCKING = re.compile(method_pattern("copy_", "to"))
+NON_BLOCKING_PATTERN = (NON_BLOCKING_KEYWORD.pattern, POSITIONAL_NON_BLOCKING.pattern)
+
+
+def may_copy_non_blocking(text: str) -> bool:
+    """Does ``text`` hold a copy the model takes for non-blocking? Never False where it does: a
+    necessary condition for SYN301, SYN303 and SYN304 (``tests/test_textscan.py``)."""
+    return NON_BLOCKING_KEYWORD.search(text) is not None or may_pass_true_later(
+        text, POSITIONAL_NON_BLOCKING
+    )
+
+
+#: ``a.elapsed_time(b)``: a method of an event, the only spelling the model (and SYN202) reads as
+#: timing; the word in a metric's name (``"Train/elapsed_time_ms"``) is not.
+ELAPSED_TIME_CALL = method_pattern("elapsed_time")
 
 
 #: What puts device work on a stream other than the caller's, as SYN101-103 need in the definition

@@ -22,6 +22,7 @@ from synclint.model import FunctionModel, Op, OpKind
 from synclint.model.file_facts import parent_map
 from synclint.model.host_queries import DEVICE_WORK, record_seen, records_of, unseen_cuda_work
 from synclint.rules._common import (
+    ELAPSED_TIME_CALL,
     NON_BLOCKING_PATTERN,
     functions,
     is_identifier_path,
@@ -46,7 +47,7 @@ class EventWaitIsNotHostSync(Rule):
     requires_pattern = (
         *NON_BLOCKING_PATTERN,
         "pin_memory",
-        "elapsed_time",
+        ELAPSED_TIME_CALL,
         r"time(?<!\wtime)(?!\w)",
         r"timeit(?<!\wtimeit)(?!\w)",
         r"Stream(?!\w)",

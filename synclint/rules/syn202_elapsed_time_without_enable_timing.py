@@ -17,6 +17,7 @@ from synclint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from synclint.model.bindings import iter_calls
 from synclint.model.event_creation import EventCreation
 from synclint.model.file_facts import event_creations
+from synclint.rules._common import ELAPSED_TIME_CALL
 from synclint.rules.base import FixKind, Rule, RuleContext
 
 
@@ -26,6 +27,7 @@ class ElapsedTimeWithoutEnableTiming(Rule):
     summary = "`elapsed_time()` on an event not created with `enable_timing=True`"
     fix_kind = FixKind.SAFE
     triggers = ("elapsed_time",)
+    trigger_pattern = ELAPSED_TIME_CALL
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         creations = event_creations(ctx)

@@ -18,7 +18,7 @@ from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import OpKind
 from synclint.model.file_facts import parent_map
 from synclint.model.host_queries import record_seen, records_of
-from synclint.rules._common import functions, is_identifier_path
+from synclint.rules._common import ELAPSED_TIME_CALL, functions, is_identifier_path
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn205_host_timer_without_sync import insert_sync
 
@@ -29,6 +29,7 @@ class ElapsedTimeBeforeCompletion(Rule):
     summary = "`elapsed_time()` with no host synchronization on the end event before it"
     fix_kind = FixKind.UNSAFE
     triggers = ("elapsed_time",)
+    trigger_pattern = ELAPSED_TIME_CALL
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         by_node: dict[int, list] = {}

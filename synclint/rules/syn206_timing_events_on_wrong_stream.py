@@ -15,7 +15,7 @@ from typing import Iterable, Optional
 from synclint.diagnostics import Diagnostic
 from synclint.model import FunctionModel, Op, OpKind
 from synclint.model.host_queries import DEVICE_WORK, records_of
-from synclint.rules._common import functions
+from synclint.rules._common import ELAPSED_TIME_CALL, functions
 from synclint.rules.base import Rule, RuleContext
 
 
@@ -29,6 +29,7 @@ class TimingEventsOnWrongStream(Rule):
     name = "timing-events-on-wrong-stream"
     summary = "timing events recorded on a different stream than the work they time"
     triggers = ("elapsed_time",)
+    trigger_pattern = ELAPSED_TIME_CALL
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()

@@ -22,6 +22,7 @@ from synclint.rules._common import (
     NON_BLOCKING_TRIGGERS,
     copy_vs_host_data,
     functions,
+    may_copy_non_blocking,
     stream_text,
     transfer_destination,
 )
@@ -129,6 +130,7 @@ class NonBlockingD2HReadBeforeSync(Rule):
     fix_kind = FixKind.UNSAFE
     triggers = NON_BLOCKING_TRIGGERS
     trigger_pattern = NON_BLOCKING_PATTERN
+    text_check = staticmethod(may_copy_non_blocking)
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()

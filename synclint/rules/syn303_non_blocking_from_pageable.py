@@ -24,6 +24,7 @@ from synclint.rules._common import (
     NON_BLOCKING_PATTERN,
     NON_BLOCKING_TRIGGERS,
     functions,
+    may_copy_non_blocking,
     transfer_destination,
 )
 from synclint.rules.base import Rule, RuleContext
@@ -37,6 +38,7 @@ class NonBlockingFromPageable(Rule):
     summary = "`non_blocking=True` host-to-device copy from memory that is provably not pinned"
     triggers = NON_BLOCKING_TRIGGERS
     trigger_pattern = NON_BLOCKING_PATTERN
+    text_check = staticmethod(may_copy_non_blocking)
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()

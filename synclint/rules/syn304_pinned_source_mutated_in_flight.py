@@ -18,6 +18,7 @@ from synclint.rules._common import (
     NON_BLOCKING_TRIGGERS,
     copy_vs_host_data,
     functions,
+    may_copy_non_blocking,
 )
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn205_host_timer_without_sync import insert_sync
@@ -31,6 +32,7 @@ class PinnedSourceMutatedInFlight(Rule):
     fix_kind = FixKind.UNSAFE
     triggers = NON_BLOCKING_TRIGGERS
     trigger_pattern = NON_BLOCKING_PATTERN
+    text_check = staticmethod(may_copy_non_blocking)
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()
