@@ -139,7 +139,6 @@ def _statement_boundary_before(text: str, i: int) -> bool:
 _ARGUMENT_MARK = re.compile(r"[()\[\]{},#'\"\\]")
 #: String prefixes the argument scan reads through (f-strings and t-strings may nest quotes).
 _PLAIN_PREFIXES = frozenset({"", "r", "u", "b", "br", "rb"})
-_PREFIX = re.compile(r"[A-Za-z0-9_]*$")
 
 
 def may_pass_true_later(text: str, attribute: re.Pattern) -> bool:
@@ -174,8 +173,7 @@ def _true_after_first(text: str, i: int) -> bool | None:
         elif c == "\\":
             i += 1  # a continuation: the line break after it is space
         elif c in "'\"":
-            prefix = _PREFIX.search(text, 0, mark.start()).group().lower()
-            if prefix not in _PLAIN_PREFIXES:
+            if _string_prefix(text, mark.start()) not in _PLAIN_PREFIXES:
                 return None  # an f-string (its fields may hold quotes) or not a string at all
             i = _string_end(text, mark.start())
             if i < 0:
@@ -210,6 +208,15 @@ def _skip_gap(text: str, i: int) -> int:
         else:
             break
     return i
+
+
+def _string_prefix(text: str, quote: int) -> str:
+    """The word characters just before the quote at ``quote``, lowered (``rb``, ``f``, or an
+    identifier when the quote follows a name, which is no string prefix)."""
+    start = quote
+    while start > 0 and _word_char(text[start - 1]):
+        start -= 1
+    return text[start:quote].lower()
 
 
 def _string_end(text: str, start: int) -> int:

@@ -28,14 +28,15 @@ def method_pattern(*names: str) -> str:
 #: parentheses: a flag passed on, ``non_blocking=non_blocking``, is not known to be true) or, for
 #: ``copy_`` and ``to``, ``True`` as the second positional argument (``dst.copy_(src, True)``,
 #: ``x.to(device, True)``). Trigger words, pattern and text check for the rules about non-blocking
-#: copies (SYN301, SYN303, SYN304): the pattern is a cheap superset (the keyword, or any ``.copy_``
-#: or ``.to``), :func:`may_copy_non_blocking` the exact test on the text. (Patterns are tuples of
-#: alternatives, each beginning with a literal: Python's ``re`` finds those fast.)
+#: copies (SYN301, SYN303, SYN304): the pattern is a cheap superset (the keyword, or ``True`` after
+#: a comma, where every later argument stands), :func:`may_copy_non_blocking` the exact test on the
+#: text. (Patterns are tuples of alternatives, each beginning with a literal: Python's ``re`` finds
+#: those fast.)
 NON_BLOCKING_TRIGGERS = ("non_blocking", "True")
 NON_BLOCKING_KEYWORD = re.compile(rf"non_blocking{GAP}={GAP}(?:\({GAP})*True(?!\w)")
+NON_BLOCKING_PATTERN = (NON_BLOCKING_KEYWORD.pattern, rf",{GAP}(?:\({GAP})*True(?!\w)")
 #: The calls whose second positional argument the model reads as ``non_blocking``.
 POSITIONAL_NON_BLOCKING = re.compile(method_pattern("copy_", "to"))
-NON_BLOCKING_PATTERN = (NON_BLOCKING_KEYWORD.pattern, POSITIONAL_NON_BLOCKING.pattern)
 
 
 def may_copy_non_blocking(text: str) -> bool:

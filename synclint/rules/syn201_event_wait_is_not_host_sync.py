@@ -13,6 +13,7 @@ correct and not flagged; neither is a wait followed by work on the waiting strea
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Optional
 
 import libcst as cst
@@ -26,12 +27,23 @@ from synclint.rules._common import (
     NON_BLOCKING_PATTERN,
     functions,
     is_identifier_path,
+    may_copy_non_blocking,
     method_pattern,
 )
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn301_non_blocking_d2h_read_before_sync import host_destination, reads_values
 
 WAITS = (OpKind.WAIT_EVENT, OpKind.WORK_WAIT)
+#: Signs, other than a non-blocking copy, that code after a wait needs the host to know the work
+#: finished (or that a wait may order nothing: a created stream).
+_HOST_NEEDS = (
+    "pin_memory",
+    ELAPSED_TIME_CALL,
+    r"time(?<!\wtime)(?!\w)",
+    r"timeit(?<!\wtimeit)(?!\w)",
+    r"Stream(?!\w)",
+)
+_HOST_NEED = re.compile("|".join(_HOST_NEEDS))
 
 
 class EventWaitIsNotHostSync(Rule):
@@ -43,14 +55,12 @@ class EventWaitIsNotHostSync(Rule):
     #: ``event.wait()``, ``stream.wait_event(e)``, ``work.wait()``: a method, never a bare name.
     trigger_pattern = method_pattern("wait", "wait_event")
     #: What shows the host needed the work: a non-blocking copy or a pinned buffer, a host clock,
-    #: ``elapsed_time``; or, for a wait that orders nothing, a created stream.
-    requires_pattern = (
-        *NON_BLOCKING_PATTERN,
-        "pin_memory",
-        ELAPSED_TIME_CALL,
-        r"time(?<!\wtime)(?!\w)",
-        r"timeit(?<!\wtimeit)(?!\w)",
-        r"Stream(?!\w)",
+    #: ``elapsed_time``; or, for a wait that orders nothing, a created stream. The pattern lets
+    #: through any ``True`` after a comma; the text check then asks for a copy the model takes for
+    #: non-blocking (:func:`~synclint.rules._common.may_copy_non_blocking`).
+    requires_pattern = (*NON_BLOCKING_PATTERN, *_HOST_NEEDS)
+    text_check = staticmethod(
+        lambda text: _HOST_NEED.search(text) is not None or may_copy_non_blocking(text)
     )
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
