@@ -29,7 +29,7 @@ from test_prefilter_differential import GENERATED, assert_generated_same, assert
 
 from synclint.astscan import python_parse
 from synclint.pipeline import FileSettings, lint_text
-from synclint.rules._common import POSITIONAL_NON_BLOCKING, method_pattern, may_copy_non_blocking
+from synclint.rules._common import POSITIONAL_NON_BLOCKING, may_copy_non_blocking, method_pattern
 from synclint.textscan import may_pass_true_later
 
 ROOT = Path(__file__).resolve().parent.parent
