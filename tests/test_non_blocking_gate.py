@@ -17,22 +17,19 @@ from __future__ import annotations
 
 import ast
 import re
-import sysconfig
 import time
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 from hypothesis import find, given
 from hypothesis import strategies as st
 from test_prefilter_differential import GENERATED, assert_generated_same, assert_reported
+from test_textscan import PROJECTS, project_texts, stdlib_sample
 
 from synclint.astscan import python_parse
 from synclint.pipeline import FileSettings, lint_text
 from synclint.rules._common import POSITIONAL_NON_BLOCKING, may_copy_non_blocking, method_pattern
 from synclint.textscan import may_pass_true_later
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _true(node: ast.expr) -> bool:
@@ -261,7 +258,8 @@ def _check_real_calls(paths) -> tuple[int, int]:
             first, last = lines[node.lineno - 1], lines[node.end_lineno - 1]
             if not (first.isascii() and last.isascii()):
                 continue
-            own = text[starts[node.lineno - 1] + node.col_offset : starts[node.end_lineno - 1] + node.end_col_offset]
+            begin = starts[node.lineno - 1] + node.col_offset
+            own = text[begin : starts[node.end_lineno - 1] + node.end_col_offset]
             # An earlier call of the same name in the receiver is read too: that can only add a yes.
             said = may_pass_true_later(own, _called_attribute(node.func.attr))
             if true_later_in_tree(node):
@@ -275,22 +273,13 @@ def _check_real_calls(paths) -> tuple[int, int]:
 
 
 def test_standard_library_calls():
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    files = sorted(stdlib.glob("*.py")) + sorted((stdlib / "email").glob("*.py"))
-    candidates, ruled_out = _check_real_calls(files)
+    candidates, ruled_out = _check_real_calls(stdlib_sample())
     assert candidates > 20 and ruled_out > 10_000  # both answers were exercised
 
 
-@pytest.mark.parametrize("project", ["DeepSpeed", "vllm", "Megatron-LM", "torchrec", "apex"])
+@pytest.mark.parametrize("project", PROJECTS)
 def test_fetched_projects_copies(project):
-    root = ROOT / "corpora" / project
-    if not root.is_dir():
-        pytest.skip(f"corpora/{project} not fetched")
-    for path in sorted(root.rglob("*.py")):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            continue
+    for path, text in project_texts(project):
         if not POSITIONAL_NON_BLOCKING.search(text) and "non_blocking" not in text:
             continue
         tree = python_parse(text, str(path))[0]
