@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from synclint.astscan import GAP
+
 _SPACE = " \t\f"
 _NEWLINE = "\r\n"
 #: Characters this scan does not read through: strings, comments, continuations.
@@ -135,6 +137,8 @@ def _statement_boundary_before(text: str, i: int) -> bool:
     return j < 0 or text[j] in _NEWLINE or text[j] in _UNREADABLE or text[j] in ";:("
 
 
+#: What may stand between a callee and its ``(``: spaces, line breaks, continuations, comments.
+_GAP = re.compile(GAP)
 #: What the argument scan stops at: brackets, commas, comments, strings and continuations.
 _ARGUMENT_MARK = re.compile(r"[()\[\]{},#'\"\\]")
 #: String prefixes the argument scan reads through (f-strings and t-strings may nest quotes).
@@ -155,7 +159,7 @@ def may_pass_true_later(text: str, attribute: re.Pattern) -> bool:
 def _true_after_first(text: str, i: int) -> bool | None:
     """Is ``True`` a whole argument after the first of the call whose callee ends at ``i``?
     False also when the attribute is not called there; None when the call cannot be read."""
-    i = _skip_gap(text, i)
+    i = _GAP.match(text, i).end()
     if i >= len(text) or text[i] != "(":
         # `(x.to)(d, True)`: the call is after the bracket; anything else is no call.
         return None if i < len(text) and text[i] == ")" else False
@@ -193,21 +197,6 @@ def _true_after_first(text: str, i: int) -> bool | None:
             if index > 0 and _is_true("".join(argument)):
                 return True
             argument, index = [], index + 1
-
-
-def _skip_gap(text: str, i: int) -> int:
-    """Past spaces, line breaks, continuations and comments."""
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c in _SPACE or c in _NEWLINE or c == "\\":
-            i += 1
-        elif c == "#":
-            newline = text.find("\n", i)
-            i = n if newline < 0 else newline
-        else:
-            break
-    return i
 
 
 def _string_prefix(text: str, quote: int) -> str:

@@ -41,7 +41,7 @@ POSITIONAL_NON_BLOCKING = re.compile(method_pattern("copy_", "to"))
 
 def may_copy_non_blocking(text: str) -> bool:
     """Does ``text`` hold a copy the model takes for non-blocking? Never False where it does: a
-    necessary condition for SYN301, SYN303 and SYN304 (``tests/test_textscan.py``)."""
+    necessary condition for SYN301, SYN303 and SYN304 (``tests/test_non_blocking_gate.py``)."""
     return NON_BLOCKING_KEYWORD.search(text) is not None or may_pass_true_later(
         text, POSITIONAL_NON_BLOCKING
     )
