@@ -127,7 +127,7 @@ class EventWaitIsNotHostSync(Rule):
                 clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < wait.index and not c.inlined]
                 if clocks and [
                     w
-                    for w in unseen_cuda_work(function, clocks[-1].index, later)
+                    for w in unseen_cuda_work(function, clocks[-1].index, later, parents)
                     if w.index < wait.index
                 ]:
                     return later, f"`{later.clock}()` is read"
