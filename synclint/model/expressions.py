@@ -437,7 +437,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return None
         storages = storages_of(base)
         index_storages = [s for v in index_values for s in storages_of(v)]
-        if storages and index_storages:
+        if storages and index_storages and (
+            any(s.root.tensor for s in storages) or any(s.tensor for s in index_storages)
+        ):
             if not any(s.tensor for s in index_storages):
                 # `x[idx]` with an index of unknown kind: read x here, but `idx` may be an int.
                 return self.tensor_op(node, reads=storages, result_label="<expr>")
@@ -446,8 +448,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if storages and not any(s.root.tensor for s in storages) and not any(
             isinstance(e.slice, cst.Slice) for e in node.slice
         ):
-            # `bufs[i]` on something never used as a tensor: most likely a list element, which is
-            # a value of its own (not a view of the list).
+            # `bufs[i]`, `bufs[t][j]` on something never used as a tensor, with an index that is not
+            # known to be one either: most likely a list element, which is a value of its own (not
+            # a view of the list).
             return self.i.new_storage(f"{storages[0].label}[]", node, origin="unknown", tensor=False)
         if storages:
             self.mark_tensor(storages)
@@ -471,18 +474,22 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             value = self.binary(link, value, self.ev(link.right), hint if link is node else None)
         return value
 
+    def arithmetic_evidence(self, storages, operator: cst.CSTNode) -> bool:
+        """Is arithmetic on ``storages`` (``a - b``, ``a -= b``) evidence that they are tensors?
+        Only when an operand is known to be one (``rank * n`` on two parameters, ``b -= 1`` on a
+        loop index, are usually integer arithmetic), for ``@``, or inside a stream block."""
+        return (
+            any(s.tensor for s in storages)
+            or isinstance(operator, (cst.MatrixMultiply, cst.MatrixMultiplyAssign))
+            or (bool(self.i.block_streams) and not self.index_depth)
+        )
+
     def binary(self, node: cst.BinaryOperation, left, right, hint):
         if isinstance(left, TupleValue) or isinstance(right, TupleValue) or _sequence_expr(node):
             return None  # list/tuple arithmetic (`xs + [pad] * n`) is Python, not a kernel
         storages = storages_of(left) + storages_of(right)
         if storages:
-            # Arithmetic is evidence only when an operand is known to be a tensor (`rank * n` on two
-            # parameters is usually integer arithmetic), for `@`, or inside a stream block.
-            evidence = (
-                any(s.tensor for s in storages)
-                or isinstance(node.operator, cst.MatrixMultiply)
-                or (bool(self.i.block_streams) and not self.index_depth)
-            )
+            evidence = self.arithmetic_evidence(storages, node.operator)
             return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
         return HOST if isinstance(left, HostValue) and isinstance(right, HostValue) else None
 

@@ -501,7 +501,13 @@ class Interpreter:
         target = self.exprs.ev(stmt.target)
         value = self.exprs.ev(stmt.value)
         if storages_of(target):
-            self.exprs.tensor_op(stmt, reads=storages_of(value), writes=storages_of(target), inplace=True)
+            evidence = self.exprs.arithmetic_evidence(
+                storages_of(target) + storages_of(value), stmt.operator
+            )
+            self.exprs.tensor_op(
+                stmt, reads=storages_of(value), writes=storages_of(target), inplace=True,
+                evidence=evidence,
+            )
         elif storages_of(value) and isinstance(stmt.target, cst.Name):
             # ``total += loss`` with a Python number on the left: the result is a new tensor.
             result = self.exprs.tensor_op(stmt, reads=storages_of(value), result_label=stmt.target.value)
