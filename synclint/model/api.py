@@ -77,6 +77,11 @@ COLLECTIVE_TENSOR_KEYWORDS = frozenset(
      "output_tensor_list", "input_tensor_list", "scatter_list", "gather_list"}
 )
 ALWAYS_ASYNC_COLLECTIVES = {"torch.distributed.isend", "torch.distributed.irecv"}
+#: Point-to-point operations: ProcessGroupNCCL runs them on streams of their own, apart from the
+#: group's collectives.
+POINT_TO_POINT = frozenset(
+    f"torch.distributed.{name}" for name in ("send", "recv", "isend", "irecv")
+)
 
 #: torch classes whose instances are no tensors, whatever device they name: building one is no
 #: device work (`torch.Generator(device="cuda")` handed to a pipeline is not a CUDA tensor).

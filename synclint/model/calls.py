@@ -386,17 +386,20 @@ class CallSemantics:
             # ProcessGroupNCCL records its tensors on its internal stream (or stashes them in the
             # Work) until the collective completes: the allocator cannot reuse them early.
             storage.root.recorded_streams.append(self.state.current)
-        if not asynchronous:
-            self.tensor_op(node, reads=inputs, writes=outputs)
-            return None
-        # The collective runs on an internal stream that waits for the current stream at the call.
+        # The collective runs on the process group's internal stream, which waits for the current
+        # stream at the call; one stream per group for collectives and another for point-to-point
+        # operations, each running its operations in issue order (ProcessGroupNCCL).
         i = self.i
         current = self.state.current
-        # One internal stream per process group: collectives on a group run in issue order.
         group = _keyword(node, "group")
         group_text = i.model_code(group) if group is not None else "default group"
-        stream = StreamValue(f"collective:{group_text}", f"the process group's stream ({group_text})",
-                             "collective", node)
+        if name in api.POINT_TO_POINT:
+            stream = StreamValue(f"p2p:{group_text}",
+                                 f"the process group's point-to-point stream ({group_text})",
+                                 "collective", node)
+        else:
+            stream = StreamValue(f"collective:{group_text}",
+                                 f"the process group's stream ({group_text})", "collective", node)
         i.wait_stream(stream, current)
         op = i.emit(OpKind.COLLECTIVE, node, stream=stream, reads=tuple(inputs), writes=tuple(outputs), qualname=name)
         for storage in inputs:
@@ -405,4 +408,9 @@ class CallSemantics:
         for storage in outputs:
             storage.tensor = True
             i.access(op, storage, "write")
+        if not asynchronous:
+            # `async_op=False` waits for the work before returning: the current stream waits for
+            # the group's stream (the host does not block), which orders everything queued there.
+            i.wait_stream(current, stream)
+            return None
         return WorkValue(stream, node)
