@@ -343,6 +343,14 @@ def _locate(node: cst.CSTNode) -> tuple[TreeIndex, int] | None:
     return None if i is None else (index, i)
 
 
+def source_order(node: cst.CSTNode) -> int | None:
+    """Where ``node`` comes in the registered file's pre-order, which is the order of the source:
+    of two nodes, the one that starts first, or the enclosing one, has the smaller number. None
+    when no file is registered or ``node`` is not in it."""
+    located = _locate(node)
+    return None if located is None else located[1]
+
+
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Visit ``node`` and its subtree with a read-only ``visitor`` as ``node.visit`` would."""
     plan = _plan(type(visitor))

@@ -25,6 +25,7 @@ from synclint.astscan import (
     named_uncalled,
     statement_extent,
 )
+from synclint.cstwalk import source_order
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
 from synclint.model.file_facts import parent_map
@@ -142,6 +143,10 @@ class HostTimerWithoutSync(Rule):
                 if not starts or id(end.node) in reported:
                     continue
                 start = starts[-1]
+                if _around_a_loop(start, end):
+                    parents = parents if parents is not None else parent_map(ctx)
+                    if not _subtracts_from(end.node, parents):
+                        continue
                 work = unseen_cuda_work(function, start.index, end)
                 if work:
                     parents = parents if parents is not None else parent_map(ctx)
@@ -169,6 +174,26 @@ class HostTimerWithoutSync(Rule):
             fix=insert_sync(ctx, end.node, "torch.cuda.synchronize()", Applicability.UNSAFE),
             data={"clock": clock, "start": ctx.line(start.node), "work": ctx.line(work.site.node)},
         )
+
+
+def _around_a_loop(start, end) -> bool:
+    """Is ``start`` a reading further down the loop that ``end`` is in, from the previous
+    iteration (``pre = time.perf_counter()`` at the top of the body, after the last iteration's
+    ``duration = time.perf_counter() - pre`` at its bottom)?"""
+    first, second = source_order(start.node), source_order(end.node)
+    return first is not None and second is not None and first > second
+
+
+def _subtracts_from(clock: cst.CSTNode, parents) -> bool:
+    """Is the reading at ``clock`` itself the end of a delta, ``time.time() - last``? Across
+    iterations only such a reading measures what ran since the previous one; a reading that
+    starts this iteration's interval (``pre = time.perf_counter()``) measures nothing yet."""
+    parent = parents.get(clock)
+    return (
+        isinstance(parent, cst.BinaryOperation)
+        and isinstance(parent.operator, cst.Subtract)
+        and parent.left is clock
+    )
 
 
 def insert_sync(
