@@ -115,12 +115,20 @@ def _direction(src: Optional[str], dst: Optional[str]) -> str:
     return "unknown"
 
 
+_DTYPES = frozenset({
+    "float", "float16", "float32", "float64", "half", "bfloat16", "double", "int", "int8",
+    "int16", "int32", "int64", "long", "bool", "uint8", "complex64", "qint8", "quint8",
+})
+
+
 def _is_dtype(node: cst.BaseExpression) -> bool:
     text = dotted(node) or ""
-    return text.startswith("torch.") and text.rsplit(".", 1)[-1] in {
-        "float", "float16", "float32", "float64", "half", "bfloat16", "double", "int", "int8",
-        "int16", "int32", "int64", "long", "bool", "uint8", "complex64",
-    } or text.endswith(".dtype")
+    return is_dtype_name(text) or text.endswith(".dtype")
+
+
+def is_dtype_name(qualname: str) -> bool:
+    """``torch.float16`` and the other ``torch`` dtypes, by their qualified name."""
+    return qualname.startswith("torch.") and qualname.rsplit(".", 1)[-1] in _DTYPES
 
 
 def is_flag_parameter(param: cst.Param) -> bool:

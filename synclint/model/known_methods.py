@@ -15,6 +15,7 @@ from synclint.model.call_args import (
     _direction,
     _is_dtype,
     _is_true,
+    is_dtype_name,
     _keyword,
     _positional,
     mark_host,
@@ -25,6 +26,8 @@ from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import CopyInfo, Op, OpKind
 from synclint.model.values import (
     HOST,
+    Alternatives,
+    ModuleRef,
     EventValue,
     Storage,
     StreamValue,
@@ -257,7 +260,10 @@ class KnownValueMethods:
             device_node = _keyword(node, "device") or (positional[0] if positional else None)
             target = self.device_of(device_node)
             if target is None and device_node is not None:
-                if _is_dtype(device_node):
+                if _is_dtype(device_node) or (
+                    isinstance(device_node, cst.Name)
+                    and _names_a_dtype(self.state.env.get(device_node.value))
+                ):
                     target = src.device
                 elif src.on_host:
                     target = "cuda"  # `.to(device)` from a CPU tensor is almost always an upload
@@ -282,3 +288,10 @@ class KnownValueMethods:
             return result
         self._copy_op(node, src, result, non_blocking, direction)
         return result
+
+
+def _names_a_dtype(value) -> bool:
+    """A name bound to ``torch`` dtypes on every path (``proj_type = torch.float16``, or
+    ``torch.float32`` on another branch): ``.to(proj_type)`` converts, it does not move."""
+    values = value.values if isinstance(value, Alternatives) else (value,)
+    return all(isinstance(v, ModuleRef) and is_dtype_name(v.qualname) for v in values)
