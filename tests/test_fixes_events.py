@@ -126,9 +126,15 @@ def test_syn302_assigns_the_result_back() -> None:
 
 
 def test_syn302_no_fix_for_a_chained_receiver() -> None:
-    source = "import torch\ntorch.ones(3).cuda()\n"
+    source = "import torch\nx = torch.ones(3)\nx.float().cuda()\n"
     (found,) = [d for d in lint_source(source) if d.code == "SYN302"]
     assert found.fix is None
+
+
+def test_syn302_leaves_a_fresh_factory_tensor_alone() -> None:
+    """``torch.zeros(1).cuda()`` creates the CUDA context: it is done for what the move does."""
+    source = "import torch\ntorch.zeros(1).cuda()\ntorch.ones(3).to('cuda:0')\n"
+    assert [d for d in lint_source(source) if d.code == "SYN302"] == []
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,8 @@ import libcst as cst
 from synclint.astscan import has_bare_method_call
 from synclint.cstwalk import walk
 from synclint.diagnostics import Applicability, Diagnostic
-from synclint.model.file_facts import tensor_facts
+from synclint.model.file_facts import import_resolver, tensor_facts
+from synclint.model.tensor_facts import FACTORIES
 from synclint.rules._common import method_pattern
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.textscan import may_be_bare_call
@@ -47,6 +48,8 @@ class DiscardedTransferResult(Rule):
                 continue
             if facts.facts(func.value, call) is None:
                 continue  # maybe an nn.Module (moved in place) or something else: say nothing
+            if _fresh_factory_tensor(func.value, import_resolver(ctx)):
+                continue  # `torch.zeros(1).cuda()`: a warm-up or a device probe, on purpose
             receiver = ctx.code_for(func.value)
             method = func.attr.value
             if _plain(func.value):
@@ -70,6 +73,17 @@ class DiscardedTransferResult(Rule):
             yield ctx.diagnostic(
                 self, call, message, fix=fix, data={"tensor": receiver, "method": method}
             )
+
+
+def _fresh_factory_tensor(node: cst.BaseExpression, names) -> bool:
+    """Is ``node`` a tensor made right there by a ``torch`` factory (``torch.zeros(1)``)? Nothing
+    else refers to it, so moving it as a statement cannot be meant to move something in place:
+    it is done for what the move does (creating the CUDA context, allocating, checking that a
+    device works), the idiom ``torch.zeros(1).cuda()``."""
+    if not isinstance(node, cst.Call):
+        return False
+    name = names.qualname(node.func) or ""
+    return name.startswith("torch.") and name.rsplit(".", 1)[-1] in FACTORIES
 
 
 def _plain(node: cst.BaseExpression) -> bool:
