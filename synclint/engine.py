@@ -111,7 +111,12 @@ def run_rules(
                     error=error,
                 )
             )
-    return sorted(set(found), key=Diagnostic.sort_key)
+    # One finding per code, place and message: a hazard reached along two paths (its last
+    # reference dying at the end of a block and at the return) is one thing for the reader.
+    unique: dict[tuple, Diagnostic] = {}
+    for diagnostic in found:
+        unique.setdefault((diagnostic.code, diagnostic.span, diagnostic.message), diagnostic)
+    return sorted(unique.values(), key=Diagnostic.sort_key)
 
 
 def _no_validation(self: cst.CSTNode) -> None:

@@ -95,3 +95,30 @@ def test_triggers_are_necessary(code: str) -> None:
     for path in (ROOT / "fixtures" / code).glob("bad_*.py"):
         text = path.read_text(encoding="utf-8")
         assert any(t in text for t in rule.triggers), path.name
+
+
+def test_one_finding_per_code_place_and_message(monkeypatch) -> None:
+    """A hazard reached along two paths (its last reference dying at a block's end and at the
+    return) is reported once, with the notes of the first path."""
+    from synclint import engine
+    from synclint.rules.base import Rule
+    from synclint.settings import AnalysisSettings
+
+    class Twice(Rule):
+        code, name, summary, triggers = "SYN102", "stub", "stub", ("x",)
+
+        def check(self, ctx):
+            node = ctx.module.body[0]
+            yield ctx.diagnostic(self, node, "same message", related=[(node, "one path")])
+            yield ctx.diagnostic(self, node, "same message", related=[(node, "another path")])
+            yield ctx.diagnostic(self, node, "another message")
+
+    monkeypatch.setattr(engine, "all_rules", lambda: {"SYN102": Twice})
+    source = "x = 1\n"
+    found = engine.run_rules(
+        "x.py", source, engine.parse_module(source), ["SYN102"], AnalysisSettings()
+    )
+    assert [(d.message, [r.message for r in d.related]) for d in found] == [
+        ("another message", []),
+        ("same message", ["one path"]),
+    ]
