@@ -163,14 +163,21 @@ def _gc_tuned():
     session or an editor integration: leave its collector as it was)."""
     global _collect_between_files
     was_enabled = gc.isenabled()
-    tune_gc()
+    # `gc.unfreeze()` thaws everything, also what the host process froze itself: freeze only when
+    # nothing was frozen before, so that putting things back is exact.
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
+    gc.disable()
+    _collect_between_files = True
     try:
         yield
     finally:
         _collect_between_files = False
         if was_enabled:
             gc.enable()
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()
 
 
 def _size(job: Job) -> int:

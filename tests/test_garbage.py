@@ -70,6 +70,22 @@ def test_a_serial_run_puts_the_collector_back(tmp_path):
     assert not runner._collect_between_files
 
 
+def test_a_serial_run_leaves_what_the_host_froze_frozen(tmp_path):
+    """An editor integration or a test session may have frozen objects of its own: a serial run
+    must not thaw them (``gc.unfreeze()`` thaws everything)."""
+    path = tmp_path / "m.py"
+    path.write_text("import torch\nx = torch.cuda.Stream()\n", encoding="utf-8")
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        assert before > 0
+        results = runner.run_jobs([runner.Job(str(path), str(path), EVERY_RULE)] * 2, parallel=False)
+        assert len(results) == 2
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.unfreeze()
+
+
 class _Cyclic:
     def __init__(self) -> None:
         self.me = self
