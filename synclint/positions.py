@@ -7,6 +7,7 @@ node into a :class:`~synclint.diagnostics.Span`. Columns become 1-based here.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import re
 import sys
@@ -14,13 +15,19 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
-from synclint.cstwalk import parent_map
+from synclint.cstwalk import non_trivia_children, parent_map
 from synclint.diagnostics import Applicability, Edit, Fix, Position, Span
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+#: The deepest tree regenerated in one piece. libcst's code generator recurses once or twice per
+#: level through C calls; Python 3.12 and later bound that C recursion whatever the recursion
+#: limit (a 700-deep ``elif`` chain ends in a RecursionError there, and on 3.12.1 in a crash).
+#: Deeper statements get their positions one simple statement at a time (:meth:`_by_statement`).
+SAFE_DEPTH = 300
 
 
 @contextmanager
@@ -57,6 +64,7 @@ class PositionIndex:
         self._whole = False
         self._line_starts: list[int] | None = None
         self._parents: Mapping[cst.CSTNode, cst.CSTNode] | None = None
+        self._starts: dict[int, CodeRange] | None = None
         # Python's own line breaks only (str.splitlines also breaks at form feeds and others).
         self._lines = re.split(r"(?<=\n)", source if source is not None else module.code)
 
@@ -74,11 +82,14 @@ class PositionIndex:
     def _compute(self, node: cst.CSTNode) -> None:
         unit, indents = self._unit(node)
         if unit is None or id(unit) in self._done or self._whole:
-            self._whole_module()
+            self._whole_module(node)
             return
         self._done.add(id(unit))
+        if _deeper_than(unit, SAFE_DEPTH):
+            self._by_statement(node)
+            return
         if not self._unit_ranges(unit, indents) or node not in self._ranges:
-            self._whole_module()
+            self._whole_module(node)
 
     def _unit(self, node: cst.CSTNode) -> tuple[cst.CSTNode | None, list[str]]:
         """The statement whose code is regenerated for ``node``, and the indentation inside
@@ -122,7 +133,11 @@ class PositionIndex:
             self._line_starts = [0] + [m.end() for m in NEWLINE_RE.finditer(self._text or "")]
         return bisect.bisect_right(self._line_starts, offset)
 
-    def _whole_module(self) -> None:
+    def _whole_module(self, node: cst.CSTNode) -> None:
+        if self._whole or _deeper_than(self.module, SAFE_DEPTH):
+            if node not in self._ranges:
+                self._by_statement(node)
+            return
         wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
         with deep_recursion():
             # PositionProvider._gen directly: wrapper.resolve() would also run libcst's batched
@@ -130,6 +145,80 @@ class PositionIndex:
             ranges = PositionProvider()._gen(wrapper)
         self._ranges = {each: (r, 0) for each, r in ranges.items()}
         self._whole = True
+
+    def _by_statement(self, node: cst.CSTNode) -> None:
+        """Positions in a tree too deep to regenerate in one piece (:data:`SAFE_DEPTH`).
+
+        CPython's tree, built without recursion limits of this kind, says where each statement
+        starts: its statements come in the same order as libcst's. The simple statement line
+        holding ``node`` is regenerated alone, with the indentation of the blocks around it, which
+        gives exact positions inside it. A node outside simple statements (a compound
+        statement's header), or in a line that is itself too deep, gets the span of its
+        innermost statement."""
+        starts = self._statement_starts()
+        line_node = next(
+            (n for n in [node, *self.ancestors(node)] if isinstance(n, cst.SimpleStatementLine)),
+            None,
+        )
+        if line_node is not None and line_node.body and not _deeper_than(line_node, SAFE_DEPTH):
+            start = starts.get(id(line_node.body[0]))
+            if start is not None:
+                provider = PositionProvider()
+                state = PositionProvidingCodegenState(
+                    default_indent=self.module.default_indent,
+                    default_newline=self.module.default_newline,
+                    provider=provider,
+                )
+                state.indent_tokens = self._indents_around(line_node)
+                line_node._codegen(state)
+                shift = start.start.line - 1 - len(line_node.leading_lines)
+                for each, r in provider._computed.items():
+                    self._ranges.setdefault(each, (r, shift))
+                if node in self._ranges:
+                    return
+        statement = next(
+            (n for n in [node, *self.ancestors(node)] if id(n) in starts),
+            None,
+        )
+        if statement is None:
+            at = CodePosition(1, 0)
+            self._ranges[node] = (CodeRange(at, at), 0)
+        else:
+            self._ranges[node] = (starts[id(statement)], 0)
+
+    def _indents_around(self, node: cst.CSTNode) -> list[str]:
+        """The indentation tokens of the blocks that hold ``node``, outermost first."""
+        blocks = [a for a in self.ancestors(node) if isinstance(a, cst.IndentedBlock)]
+        default = self.module.default_indent
+        return [default if b.indent is None else b.indent for b in reversed(blocks)]
+
+    def _statement_starts(self) -> dict[int, CodeRange]:
+        """Each statement's range (a compound statement's: its first line) by the id of the
+        libcst node, from CPython's tree of the parsed text; empty where the two disagree."""
+        if self._starts is None:
+            self._starts = {}
+            try:
+                tree = ast.parse(self._text if self._text is not None else "")
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return self._starts
+            ours, theirs = _cst_statements(self.module), _ast_statements(tree)
+            if len(ours) == len(theirs):
+                lines = self._lines
+                for mine, other in zip(ours, theirs):
+                    compound = isinstance(mine, cst.BaseCompoundStatement)
+                    # A decorated definition starts at `def`/`class` for both (libcst leaves the
+                    # decorators before its range).
+                    start = CodePosition(
+                        other.lineno, _column(lines, other.lineno, other.col_offset)
+                    )
+                    end_line = other.lineno if compound else (other.end_lineno or other.lineno)
+                    end_column = (
+                        len(lines[end_line - 1].rstrip("\r\n"))
+                        if compound and end_line <= len(lines)
+                        else _column(lines, end_line, other.end_col_offset or 0)
+                    )
+                    self._starts[id(mine)] = CodeRange(start, CodePosition(end_line, end_column))
+        return self._starts
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         if self._parents is None:
@@ -178,3 +267,79 @@ class PositionIndex:
         lines = "".join(f"{indent}{part}\n" for part in text.splitlines())
         at = Position(start_line, 1)
         return Fix(message, applicability, (Edit(Span(at, at), lines),))
+
+
+def _deeper_than(root: cst.CSTNode, limit: int) -> bool:
+    """Is ``root``'s tree more than ``limit`` levels deep? (Without recursion, of course.)"""
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in non_trivia_children(node))
+    return False
+
+
+def _column(lines: list[str], line: int, byte_offset: int) -> int:
+    """The 0-based character column of CPython's UTF-8 ``byte_offset`` on ``line`` (1-based)."""
+    if not 0 < line <= len(lines):
+        return 0
+    return len(lines[line - 1].encode("utf-8")[:byte_offset].decode("utf-8", "replace"))
+
+
+def _cst_statements(module: cst.Module) -> list[cst.CSTNode]:
+    """libcst's statements in source order: each small statement of a simple statement line or
+    one-line suite, and each compound statement (an ``elif`` too), as CPython lists them."""
+    out: list[cst.CSTNode] = []
+    stack: list[list[cst.CSTNode]] = [list(reversed(module.body))]
+    while stack:
+        if not stack[-1]:
+            stack.pop()
+            continue
+        node = stack[-1].pop()
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            out.extend(node.body)
+            continue
+        if isinstance(node, cst.BaseCompoundStatement):
+            out.append(node)
+        # Suites, `else:`/`finally:`/`except:`/`case` clauses and the statements inside them.
+        stack.append(
+            [
+                child
+                for child in reversed(non_trivia_children(node))
+                if isinstance(child, _SUITE_PARTS)
+            ]
+        )
+    return out
+
+
+_SUITE_PARTS = (
+    cst.BaseSuite,
+    cst.SimpleStatementLine,
+    cst.BaseCompoundStatement,
+    cst.Else,
+    cst.Finally,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.MatchCase,
+)
+
+
+def _ast_statements(tree: ast.Module) -> list[ast.stmt]:
+    """CPython's statements in source order (the order of :func:`_cst_statements`)."""
+    out: list[ast.stmt] = []
+    stack: list[list] = [list(reversed(tree.body))]
+    while stack:
+        if not stack[-1]:
+            stack.pop()
+            continue
+        node = stack[-1].pop()
+        if isinstance(node, ast.stmt):
+            out.append(node)
+        inner: list = []
+        for name in ("body", "handlers", "orelse", "finalbody", "cases"):
+            inner.extend(getattr(node, name, None) or ())
+        if isinstance(node, (ast.ExceptHandler, ast.match_case)):
+            inner = list(node.body)
+        stack.append(list(reversed(inner)))
+    return out

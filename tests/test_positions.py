@@ -10,6 +10,7 @@ texts where the same method occurs twice (which must fall back to the whole modu
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import libcst as cst
@@ -200,3 +201,96 @@ def test_spans_asked_in_any_order(name, text):
     for node in reversed(nodes):
         want = expected[node]
         assert index.span(node).start.line == want.start.line
+
+
+def _forced_statement_by_statement(monkeypatch) -> None:
+    """Make every unit and the module count as too deep to regenerate in one piece (lines still
+    are not), as a 700-deep ``elif`` chain is on Python 3.12 and later."""
+    from synclint import positions
+
+    real = positions._deeper_than
+
+    def deeper_than(root: cst.CSTNode, limit: int) -> bool:
+        return not isinstance(root, cst.SimpleStatementLine) or real(root, limit)
+
+    monkeypatch.setattr(positions, "_deeper_than", deeper_than)
+
+
+def _innermost_statement(node: cst.CSTNode, parents) -> cst.CSTNode | None:
+    """The simple statement line, compound statement or (in a one-line suite, ``if x: a(); b()``)
+    small statement holding ``node``."""
+    current = node
+    while current is not None and not (
+        isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+        or isinstance(parents.get(current), cst.SimpleStatementSuite)
+    ):
+        current = parents.get(current)
+    return current
+
+
+def _check_statement_by_statement(text: str) -> None:
+    """Inside simple statement lines, every node keeps libcst's exact span; elsewhere (a compound
+    statement's header, its parameters and decorators) it gets where that statement starts."""
+    module = parse_module(text)
+    expected = _expected(module)
+    register(module)
+    index = PositionIndex(module, text)
+    parents = parent_map(module)
+    for node in parents:
+        got, want = index.span(node), expected[node]
+        start = (want.start.line, want.start.column + 1)
+        holder = _innermost_statement(node, parents)
+        if isinstance(holder, cst.SimpleStatementLine):
+            assert (got.start.line, got.start.column) == start, type(node).__name__
+            assert (got.end.line, got.end.column) == (want.end.line, want.end.column + 1)
+        else:
+            header = expected[holder].start if holder is not None else want.start
+            assert (got.start.line, got.start.column) == (header.line, header.column + 1)
+
+
+def test_statement_by_statement_positions_on_fixtures(monkeypatch):
+    _forced_statement_by_statement(monkeypatch)
+    texts = _fixture_texts()
+    assert len(texts) > 100
+    for _, text in texts:
+        _check_statement_by_statement(text)
+    _check_statement_by_statement(SAMPLE)
+    _check_statement_by_statement(SAMPLE.replace("\n", "\r\n"))
+
+
+def _elif_chain(count: int) -> str:
+    lines = ["import torch", "", "", "def dispatch(mode):", "    s = torch.cuda.Stream()"]
+    lines.append("    x = torch.zeros(8, device='cuda')")
+    for i in range(count):
+        lines.append(f"    {'if' if i == 0 else 'elif'} mode == {i}:")
+        lines += ["        with torch.cuda.stream(s):", f"            y{i} = x * {i}"]
+    lines.append("    return x")
+    return "\n".join(lines) + "\n"
+
+
+def test_findings_deep_in_an_elif_chain_keep_exact_positions():
+    """A 1,000-deep ``elif`` chain is regenerated one line at a time: each finding's span is
+    still the code it points at (Python 3.12 and later cannot regenerate the chain whole)."""
+    from synclint.engine import lint_source
+
+    text = _elif_chain(1_000)
+    found = [d for d in lint_source(text) if d.code == "SYN101"]
+    assert len(found) == 1_000
+    lines = text.splitlines()
+    for finding in found:
+        line = lines[finding.span.start.line - 1]
+        code = line[finding.span.start.column - 1 : finding.span.end.column - 1]
+        assert line.strip().startswith("y") and line.endswith(f"= {code}"), (line, code)
+        assert finding.span.start.line == finding.span.end.line
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12+ cannot regenerate the chain whole")
+def test_deep_chain_positions_match_regenerating_it_whole(monkeypatch):
+    from synclint import positions
+    from synclint.engine import lint_source
+
+    text = _elif_chain(600)
+    by_line = lint_source(text)
+    monkeypatch.setattr(positions, "SAFE_DEPTH", 10**9)
+    whole = lint_source(text)
+    assert [(d.code, d.span) for d in by_line] == [(d.code, d.span) for d in whole]
