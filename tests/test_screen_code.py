@@ -97,7 +97,8 @@ CASES = {
     "continuations": "x = a + \\\n    b\ny = (a \\\n  )\n",
     "subscripts": (
         "x[a , b]\nx[a,\n  # c\n  b]\nx[a ]\nx[:, 0:4]\nx[::2]\nx[(a), b]\nx[a, (b)]\n"
-        "x[a,]\nx[(a, b)]\nx[(a):b]\nx[*a]\nx[i + 1]\nx[\n    a:\n]\nx[a: , b]\n"
+        "x[a,]\nx[(a, b)]\nx[(a):b]\nx[i + 1]\nx[\n    a:\n]\nx[a: , b]\n"
+        + ("x[*a]\n" if sys.version_info >= (3, 11) else "")  # PEP 646
     ),
     "generators": "f(x for x in y)\nf((x for x in y))\ng(a, (x for x in y))\n",
     "strings": "x = 'a' 'b'\ny = ('a'\n     'b')\nz = f'{a!r:>{w}}' + rb'\\x'\n",

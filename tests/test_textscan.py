@@ -187,7 +187,8 @@ def _check_real_files(paths) -> tuple[int, int]:
         tree = python_parse(text, str(path))[0]
         if tree is None:
             continue
-        lines = text.splitlines(keepends=True)
+        lines = text.split("\n")  # Python's lines: a form feed is no line break
+        lines = [line + "\n" for line in lines[:-1]] + lines[-1:]
         for node in iter_statements(tree):
             value = getattr(node, "value", None)
             if (
