@@ -386,11 +386,10 @@ class CallSemantics:
             # ProcessGroupNCCL records its tensors on its internal stream (or stashes them in the
             # Work) until the collective completes: the allocator cannot reuse them early.
             storage.root.recorded_streams.append(self.state.current)
-        # The collective runs on the process group's internal stream, which waits for the current
-        # stream at the call; one stream per group for collectives and another for point-to-point
-        # operations, each running its operations in issue order (ProcessGroupNCCL).
         i = self.i
         current = self.state.current
+        # Collectives run on the process group's internal stream, one for its collectives and
+        # another for its point-to-point operations, each in issue order (ProcessGroupNCCL).
         group = _keyword(node, "group")
         group_text = i.model_code(group) if group is not None else "default group"
         if name in api.POINT_TO_POINT:
@@ -400,6 +399,15 @@ class CallSemantics:
         else:
             stream = StreamValue(f"collective:{group_text}",
                                  f"the process group's stream ({group_text})", "collective", node)
+        if not asynchronous:
+            # `async_op=False` waits for the work before it returns: the current stream waits for
+            # the group's stream, so also for what was queued there before (an `irecv` whose
+            # handle nobody waited on), and the work is done as far as the current stream is
+            # concerned (the host does not block). Taken as work on the current stream.
+            i.wait_stream(current, stream)
+            self.tensor_op(node, reads=inputs, writes=outputs)
+            return None
+        # An asynchronous one starts once the current stream's work so far is done.
         i.wait_stream(stream, current)
         op = i.emit(OpKind.COLLECTIVE, node, stream=stream, reads=tuple(inputs), writes=tuple(outputs), qualname=name)
         for storage in inputs:
@@ -408,9 +416,4 @@ class CallSemantics:
         for storage in outputs:
             storage.tensor = True
             i.access(op, storage, "write")
-        if not asynchronous:
-            # `async_op=False` waits for the work before returning: the current stream waits for
-            # the group's stream (the host does not block), which orders everything queued there.
-            i.wait_stream(current, stream)
-            return None
         return WorkValue(stream, node)
