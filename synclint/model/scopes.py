@@ -197,7 +197,10 @@ class _Builder:
                 if _informative(value) or key not in attributes:
                     if not _informative(attributes.get(key)):
                         attributes[key] = value
-            exports.append(_Exports.of(interp))
+            # A method the class calls itself is a helper: what it did on the stream it was called
+            # on reaches the other methods through its callers, which walk it where they call it,
+            # on their own streams. Only its work on streams it names itself is its own to export.
+            exports.append(_Exports.of(interp, keep_entry_stream=method.name.value not in called))
         # Round 2: every method starts from everything any method (itself included) left open,
         # and sees through helpers that return a tensor made on an attribute stream.
         combined = _Exports.combine(exports)
@@ -225,9 +228,13 @@ class _Builder:
             else:
                 interp = self.method(cls, method, counters, attributes, combined, record=True)
             if method.name.value in called:
-                # Called from the class too: its parameters are judged at those call sites, where
-                # they are bound to the caller's values (and its waits).
-                interp.model.hazards = [h for h in interp.model.hazards if not _parameter_entry(h.first.op)]
+                # Called from the class too: its parameters, and what other methods left open, are
+                # judged at those call sites, where they are bound to the caller's values and
+                # streams (and its waits).
+                interp.model.hazards = [
+                    h for h in interp.model.hazards
+                    if not (_parameter_entry(h.first.op) or _other_method_entry(h.first.op))
+                ]
 
     _returns: dict = {}
     _methods: dict = {}
@@ -299,6 +306,11 @@ def _guarded(model: FunctionModel, run) -> None:
 
 def _parameter_entry(op) -> bool:
     return op.kind == OpKind.ENTRY and op.origin_op is None and op.note == "by the caller"
+
+
+def _other_method_entry(op) -> bool:
+    """An access another method left open, replayed at the start of this one (:meth:`_Exports.seed`)."""
+    return op.kind == OpKind.ENTRY and op.origin_op is not None
 
 
 class _ClassFacts(cst.CSTVisitor):
