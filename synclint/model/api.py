@@ -77,6 +77,9 @@ COLLECTIVE_TENSOR_KEYWORDS = frozenset(
      "output_tensor_list", "input_tensor_list", "scatter_list", "gather_list"}
 )
 ALWAYS_ASYNC_COLLECTIVES = {"torch.distributed.isend", "torch.distributed.irecv"}
+#: Functions of other frameworks that block the host until the device's work is done
+#: (``xm.wait_device_ops()`` in PyTorch/XLA training scripts, before an end reading of a clock).
+OTHER_HOST_BARRIERS = frozenset({"torch_xla.core.xla_model.wait_device_ops"})
 #: Point-to-point operations: ProcessGroupNCCL runs them on streams of their own, apart from the
 #: group's collectives.
 POINT_TO_POINT = frozenset(

@@ -198,8 +198,9 @@ class CallSemantics:
 
     def sync_by_name(self, node: cst.Call, name: str) -> bool:
         """An unknown helper whose name says it synchronizes (``timer.sync()``, ``cuda_sync()``,
-        ``synchronize_all()``) is taken at its word: precision first."""
-        if not _SYNC_NAME.search(name.rsplit(".", 1)[-1]):
+        ``synchronize_all()``) is taken at its word: precision first. So are other frameworks'
+        documented host barriers (:data:`api.OTHER_HOST_BARRIERS`)."""
+        if name not in api.OTHER_HOST_BARRIERS and not _SYNC_NAME.search(name.rsplit(".", 1)[-1]):
             return False
         self.args(node)
         self.sync_device(node, "helper", name)
