@@ -118,6 +118,10 @@ class Interpreter:
         self.model = model
         self.resolver = resolver
         self.settings = settings
+        #: Its parameters (and values met mid-function, such as queue items) were made by the
+        #: caller on the caller's stream (``parameter-origin``): not for a thread's target, whose
+        #: "caller" is another thread handing work over (``_Builder.thread_targets``).
+        self.from_callers_stream = settings.parameter_origin == "caller-stream"
         self.summaries = summaries
         self.counters = counters
         self.entry = default_stream()
@@ -434,7 +438,7 @@ class Interpreter:
             return HOST
         storage = self.new_storage(name, param, origin="param", tensor=(tail == "Tensor"),
                                    device="cpu" if HOST_NAME.search(name) else None)
-        if self.settings.parameter_origin == "caller-stream":
+        if self.from_callers_stream:
             op = self.emit(OpKind.ENTRY, param, writes=(storage,), note="by the caller")
             self.access(op, storage, "write")
         return storage
@@ -917,7 +921,7 @@ class Interpreter:
     def unknown_origin(self, storage: Storage) -> None:
         """A value of unknown origin met mid-function was made by the caller, before entry: its
         producer is one ENTRY op at the function's start, so any later wait covers it."""
-        if self.settings.parameter_origin != "caller-stream":
+        if not self.from_callers_stream:
             return
         if self.entry_op is None:
             return
@@ -931,7 +935,7 @@ class Interpreter:
 
     def run_function(self, node: cst.FunctionDef, is_method: bool) -> None:
         self.nested = []
-        if self.settings.parameter_origin == "caller-stream":
+        if self.from_callers_stream:
             self.entry_op = self.emit(OpKind.ENTRY, node, note="by the caller")
         self.enter_function(node, is_method)
         self.suite(node.body)

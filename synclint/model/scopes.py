@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Iterable, Optional
 
 import libcst as cst
@@ -68,6 +69,9 @@ class _Builder:
         self._summary_runs: dict[int, tuple[Interpreter, dict]] = {}
         self.result = ModuleModel()
         self.interpreters: list[Interpreter] = []
+        #: Functions and methods started as threads (``threading.Thread(target=worker)``): what
+        #: they are handed comes from another thread, not from a caller on the same stream.
+        self.thread_targets = _thread_targets(source if source is not None else module.code)
 
     def interpreter(
         self, model: FunctionModel, counters: dict, attributes=None, summaries=None
@@ -75,6 +79,8 @@ class _Builder:
         summaries = self.summaries if summaries is None else summaries
         interp = Interpreter(model, self.resolver, self.settings, summaries, counters, attributes)
         interp.model_code = self.code_for
+        if model.name.rsplit(".", 1)[-1] in self.thread_targets:
+            interp.from_callers_stream = False
         self.interpreters.append(interp)
         return interp
 
@@ -311,6 +317,22 @@ def _parameter_entry(op) -> bool:
 def _other_method_entry(op) -> bool:
     """An access another method left open, replayed at the start of this one (:meth:`_Exports.seed`)."""
     return op.kind == OpKind.ENTRY and op.origin_op is not None
+
+
+#: ``Thread(..., target=worker, ...)`` or ``target=self.worker`` (arguments with one level of
+#: brackets before it, ``args=(queue, device)``, are read through).
+_THREAD_TARGET = re.compile(
+    r"Thread\s*\((?:[^()]|\([^()]*\))*?\btarget\s*=\s*(?:self\s*\.\s*)?([A-Za-z_]\w*)"
+)
+
+
+def _thread_targets(text: str) -> set[str]:
+    """The names a file starts threads with. Read from the whole file's text, not from the tree:
+    the thread is usually started in another definition than the worker, one the slicer leaves
+    out (:mod:`synclint.slicing`)."""
+    if "Thread" not in text:
+        return set()
+    return set(_THREAD_TARGET.findall(text))
 
 
 class _ClassFacts(cst.CSTVisitor):
