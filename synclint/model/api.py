@@ -77,6 +77,8 @@ COLLECTIVE_TENSOR_KEYWORDS = frozenset(
      "output_tensor_list", "input_tensor_list", "scatter_list", "gather_list"}
 )
 ALWAYS_ASYNC_COLLECTIVES = {"torch.distributed.isend", "torch.distributed.irecv"}
+#: Functions that write tensors to a file: CUDA tensors are first copied to the host (blocking).
+SERIALIZERS = frozenset({"torch.save"})
 #: Functions of other frameworks that block the host until the device's work is done
 #: (``xm.wait_device_ops()`` in PyTorch/XLA training scripts, before an end reading of a clock).
 OTHER_HOST_BARRIERS = frozenset({"torch_xla.core.xla_model.wait_device_ops"})

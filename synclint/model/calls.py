@@ -157,6 +157,15 @@ class CallSemantics:
         if name in api.HOST_CLOCKS:
             i.emit(OpKind.HOST_CLOCK, node, clock=name, qualname=name)
             return HOST
+        if name in api.SERIALIZERS:
+            # `torch.save(state, path)` copies every CUDA tensor it is given to the host through
+            # the current stream (a blocking copy) before it writes: the host waits for that stream.
+            # Host tensors are read as they are, synchronized or not (SYN301).
+            host = [s for s in self.arg_storages(node) if s.on_host]
+            if host:
+                self.host_access(node, host, "read")
+            self.sync_stream(node, self.state.current, "blocking-copy")
+            return HOST
         if name in api.COLLECTIVES:
             return self.collective(node, name)
         if name in api.TENSOR_FACTORIES or name in api.LIKE_FACTORIES:
