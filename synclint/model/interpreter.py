@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Optional
 
 import libcst as cst
 
+from synclint.model import api
 from synclint.model.call_args import is_flag_parameter
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
@@ -735,6 +736,12 @@ class Interpreter:
         optional = _optional_tested(stmt)
         if optional is not None:
             return self._optional_branch(stmt, optional)
+        if stmt.orelse is None and self._device_present(stmt.test):
+            # `if torch.cuda.is_initialized(): event.synchronize()`: where the test fails there is
+            # no device work at all, so what the branch does (a synchronization) holds after it.
+            self.exprs.condition(stmt.test)
+            self.suite(stmt.body)
+            return None
         start = self.state
         result: Optional[State] = None
         current: Optional[cst.CSTNode] = stmt
@@ -757,6 +764,10 @@ class Interpreter:
                 result = join(result, self.state) if result is not None else self.state
                 break
         self.state = result if result is not None else start
+
+    def _device_present(self, test: cst.BaseExpression) -> bool:
+        """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test."""
+        return isinstance(test, cst.Call) and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
 
     def _flag_branch(self, stmt: cst.If) -> None:
         self.exprs.condition(stmt.test)
