@@ -31,6 +31,10 @@ class _Names(cst.CSTVisitor):
         self.found.add(name.value)
 
 
+#: Methods that store what they are given (building a pool), unlike lookups with a default.
+_POOL_METHODS = frozenset({"append", "add", "insert", "put", "put_nowait"})
+
+
 def _names(node: cst.CSTNode) -> set[str]:
     visitor = _Names()
     walk(node, visitor)
@@ -95,6 +99,20 @@ class StreamCreatedInLoop(Rule):
         if isinstance(call, cst.Call):
             # Only a bare loop variable as an argument (`Stream(device=index)`) means "one per device".
             arguments = {arg.value.value for arg in call.args if isinstance(arg.value, cst.Name)}
+        if arguments:
+            # One per device even when stored straight into a pool (`streams.append(Stream(d))`),
+            # but not when handed to a lookup that evaluates it on every call (`setdefault`).
+            for ancestor in ctx.positions.ancestors(call):
+                if isinstance(ancestor, cst.Call) and ancestor is not call and not (
+                    isinstance(ancestor.func, cst.Attribute) and ancestor.func.attr.value in _POOL_METHODS
+                ):
+                    break
+                if isinstance(ancestor, (cst.For, cst.CompFor)):
+                    if arguments & _names(ancestor.target):
+                        return True
+                    break
+                if isinstance(ancestor, (cst.While, cst.FunctionDef, cst.Lambda)):
+                    break
         for ancestor in ctx.positions.ancestors(call):
             if isinstance(ancestor, cst.Arg):
                 return False  # an argument of another call (`d.setdefault(k, Stream())`) runs eagerly
