@@ -351,6 +351,23 @@ def source_order(node: cst.CSTNode) -> int | None:
     return None if located is None else located[1]
 
 
+def deeper_than(node: cst.CSTNode, limit: int) -> bool | None:
+    """Is ``node``'s subtree (non-trivia nodes) more than ``limit`` levels deep? Read off the
+    registered file's index in one pass over the subtree's slice; None when ``node`` is not in it."""
+    located = _locate(node)
+    if located is None:
+        return None
+    index, start = located
+    parents = index.parents
+    depths = [1] * (index.ends[start] - start)
+    for offset in range(1, len(depths)):
+        depth = depths[parents[start + offset] - start] + 1
+        if depth > limit:
+            return True
+        depths[offset] = depth
+    return False
+
+
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Visit ``node`` and its subtree with a read-only ``visitor`` as ``node.visit`` would."""
     plan = _plan(type(visitor))

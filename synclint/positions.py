@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
-from synclint.cstwalk import non_trivia_children, parent_map
+from synclint.cstwalk import deeper_than, non_trivia_children, parent_map
 from synclint.diagnostics import Applicability, Edit, Fix, Position, Span
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
@@ -270,7 +270,11 @@ class PositionIndex:
 
 
 def _deeper_than(root: cst.CSTNode, limit: int) -> bool:
-    """Is ``root``'s tree more than ``limit`` levels deep? (Without recursion, of course.)"""
+    """Is ``root``'s tree more than ``limit`` levels deep? (Without recursion, of course: from the
+    registered file's index when ``root`` is in it, else by walking.)"""
+    indexed = deeper_than(root, limit)
+    if indexed is not None:
+        return indexed
     stack = [(root, 1)]
     while stack:
         node, depth = stack.pop()

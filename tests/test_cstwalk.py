@@ -257,3 +257,36 @@ def _inside(node, ancestor, parents) -> bool:
         if node is ancestor:
             return True
     return False
+
+
+def test_depth_from_the_index_is_the_walked_depth():
+    """``deeper_than`` reads depths off the registered index; a plain walk must agree, for every
+    statement of every fixture and limits around its depth."""
+    from synclint import positions
+    from synclint.cstwalk import deeper_than, register
+
+    def walked(root, limit):
+        stack = [(root, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in cstwalk.non_trivia_children(node))
+        return False
+
+    checked = 0
+    for path in sorted((ROOT / "fixtures").rglob("*.py"))[:120]:
+        try:
+            module = cst.parse_module(path.read_text(encoding="utf-8"))
+        except cst.ParserSyntaxError:
+            continue
+        register(module)
+        try:
+            for statement in module.body:
+                for limit in (1, 3, 6, 10, 20):
+                    assert deeper_than(statement, limit) == walked(statement, limit), path.name
+                    assert positions._deeper_than(statement, limit) == walked(statement, limit)
+                    checked += 1
+        finally:
+            register(None)
+    assert checked > 1000
