@@ -146,15 +146,15 @@ class HostTimerWithoutSync(Rule):
                 parents = parents if parents is not None else parent_map(ctx)
                 if subtractions is None:
                     subtractions = _Subtractions.of(function.node)
-                bound = _bound_name(end.node, parents)
+                bound = _bound_key(end.node, parents)
                 if subtractions.only_subtracted(bound):
                     continue  # `bwd_start = time.time()`: it starts an interval, it ends none
                 earlier = [c for c in clocks if c.index < end.index and c.node is not end.node]
                 since = _subtrahend(end.node, bound, parents, subtractions)
                 if since is not None:
                     # `time.time() - t0`, or `t1 = time.time()` with `t1 - t0`: the interval
-                    # starts at the reading bound to `t0`; in another method or the caller, it
-                    # covers work this scope cannot see.
+                    # starts at the reading bound to `t0` (in an earlier iteration too); in
+                    # another method or the caller, it covers work this scope cannot see.
                     starts = [c for c in earlier if _bound_key(c.node, parents) == since]
                 else:
                     # The end of one delta (`time.time() - t0`) is no start of another.
@@ -162,8 +162,8 @@ class HostTimerWithoutSync(Rule):
                 if not starts:
                     continue
                 start = starts[-1]
-                if _around_a_loop(start, end) and not _subtracts_from(end.node, parents):
-                    continue
+                if since is None and _around_a_loop(start, end) and not _subtracts_from(end.node, parents):
+                    continue  # a reading paired, by position alone, with the previous iteration's
                 work = unseen_cuda_work(function, start.index, end)
                 if work:
                     work = [
@@ -250,16 +250,6 @@ def _exclusive(a: cst.CSTNode, b: cst.CSTNode, parents) -> bool:
         return False
     sides = {id(path[id(current)]), id(child)}
     return sides == {id(current.body), id(current.orelse)}
-
-
-def _bound_name(clock: cst.CSTNode, parents) -> str | None:
-    """The plain name a reading is assigned to (``t0 = time.time()``), if it is."""
-    parent = parents.get(clock)
-    if isinstance(parent, cst.Assign) and parent.value is clock and len(parent.targets) == 1:
-        target = parent.targets[0].target
-        if isinstance(target, cst.Name):
-            return target.value
-    return None
 
 
 class _Subtractions(cst.CSTVisitor):
