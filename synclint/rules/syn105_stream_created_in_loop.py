@@ -35,6 +35,16 @@ class _Names(cst.CSTVisitor):
 _POOL_METHODS = frozenset({"append", "add", "insert", "put", "put_nowait"})
 
 
+def _stored_into_a_pool(ctx: RuleContext, argument: cst.Arg) -> bool:
+    """Is ``argument`` given to a method that stores it (``streams.append(Stream(device))``)?"""
+    call = ctx.positions.parent(argument)
+    return (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in _POOL_METHODS
+    )
+
+
 def _names(node: cst.CSTNode) -> set[str]:
     visitor = _Names()
     walk(node, visitor)
@@ -86,7 +96,7 @@ class StreamCreatedInLoop(Rule):
         if len(uses) <= 1:
             return True  # only the assignment: never used
         stored = re.search(
-            rf"\.(put|put_nowait|append|add|insert)\(\s*{re.escape(name)}\s*\)|=\s*{re.escape(name)}\s*$",
+            rf"\.({'|'.join(sorted(_POOL_METHODS))})\(\s*{re.escape(name)}\s*\)|=\s*{re.escape(name)}\s*$",
             body,
             re.MULTILINE,
         )
@@ -99,22 +109,8 @@ class StreamCreatedInLoop(Rule):
         if isinstance(call, cst.Call):
             # Only a bare loop variable as an argument (`Stream(device=index)`) means "one per device".
             arguments = {arg.value.value for arg in call.args if isinstance(arg.value, cst.Name)}
-        if arguments:
-            # One per device even when stored straight into a pool (`streams.append(Stream(d))`),
-            # but not when handed to a lookup that evaluates it on every call (`setdefault`).
-            for ancestor in ctx.positions.ancestors(call):
-                if isinstance(ancestor, cst.Call) and ancestor is not call and not (
-                    isinstance(ancestor.func, cst.Attribute) and ancestor.func.attr.value in _POOL_METHODS
-                ):
-                    break
-                if isinstance(ancestor, (cst.For, cst.CompFor)):
-                    if arguments & _names(ancestor.target):
-                        return True
-                    break
-                if isinstance(ancestor, (cst.While, cst.FunctionDef, cst.Lambda)):
-                    break
         for ancestor in ctx.positions.ancestors(call):
-            if isinstance(ancestor, cst.Arg):
+            if isinstance(ancestor, cst.Arg) and not _stored_into_a_pool(ctx, ancestor):
                 return False  # an argument of another call (`d.setdefault(k, Stream())`) runs eagerly
             if isinstance(ancestor, (cst.If, cst.IfExp)):
                 return True
