@@ -139,7 +139,7 @@ GARBAGE_LIMIT = 100_000
 _collect_between_files = False
 
 
-def tune_gc() -> None:
+def tune_gc(freeze: bool = True) -> None:
     """Collect cyclic garbage between files, not while one is being linted.
 
     Parsing builds hundreds of thousands of small container objects per file; an automatic
@@ -152,7 +152,8 @@ def tune_gc() -> None:
     allocated out of the collector's sight. Worker processes call this once at start; a serial
     run uses :func:`_gc_tuned`, which puts everything back."""
     global _collect_between_files
-    gc.freeze()
+    if freeze:
+        gc.freeze()
     gc.disable()
     _collect_between_files = True
 
@@ -166,10 +167,7 @@ def _gc_tuned():
     # `gc.unfreeze()` thaws everything, also what the host process froze itself: freeze only when
     # nothing was frozen before, so that putting things back is exact.
     freeze = gc.get_freeze_count() == 0
-    if freeze:
-        gc.freeze()
-    gc.disable()
-    _collect_between_files = True
+    tune_gc(freeze)
     try:
         yield
     finally:
