@@ -15,9 +15,9 @@ from synclint.model.call_args import (
     _direction,
     _is_dtype,
     _is_true,
-    is_dtype_name,
     _keyword,
     _positional,
+    is_dtype_name,
     mark_host,
 )
 from synclint.model.resolver import dotted
@@ -27,8 +27,8 @@ from synclint.model.timeline import CopyInfo, Op, OpKind
 from synclint.model.values import (
     HOST,
     Alternatives,
-    ModuleRef,
     EventValue,
+    ModuleRef,
     Storage,
     StreamValue,
     TupleValue,
