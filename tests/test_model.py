@@ -455,3 +455,61 @@ def test_summary_runs_stand_for_the_helpers_own_analysis(monkeypatch):
     # Both answers were exercised: most helpers' runs stood, and some had looked up a summary
     # that changed after them (`later_helper_used_first`).
     assert sum(reused) > 10 and not all(reused)
+
+
+def test_a_blocking_copy_completes_what_its_stream_had_waited_for():
+    f = model_of(
+        """
+        import torch
+        def f(x):
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                y = x.cuda(non_blocking=True) * 2
+            torch.cuda.current_stream().wait_stream(s)
+            host = y.sum().cpu()
+            z = host + 1
+        """,
+        "f",
+    )
+    side_work = [op for op in ops(f, OpKind.ACCESS) if op.stream.key != "<default>"]
+    last = f.ops[-1]
+    assert side_work and all(f.host_has_seen(op, last) for op in side_work)
+
+
+def test_names_that_say_they_synchronize():
+    from synclint.model.call_args import _SYNC_NAME
+
+    says = ["cuda_sync", "synchronize_all", "time_synchronized", "cudaStreamSynchronize",
+            "cudaDeviceSynchronize", "deviceSynchronize", "timeSynced", "sync"]
+    does_not = ["async_op", "AsyncWork", "isAsync", "syncer", "synchronizer", "SyncBatchNorm",
+                "cudaMemsetAsync", "all_reduce_async"]
+    assert [n for n in says if not _SYNC_NAME.search(n)] == []
+    assert [n for n in does_not if _SYNC_NAME.search(n)] == []
+
+
+def test_a_module_moved_to_the_gpu_is_no_tensor_copy():
+    f = model_of(
+        """
+        import torch
+        def f(model, weights):
+            model.cuda().eval()
+            w = weights.cuda()
+        """,
+        "f",
+    )
+    copies = ops(f, OpKind.COPY)
+    assert [c.reads[0].label for c in copies] == ["weights"]
+
+
+def test_new_empty_allocates_without_a_kernel():
+    f = model_of(
+        """
+        import torch
+        def f(x):
+            out = x.new_empty((4, 4))
+            full = x.new_zeros((4, 4))
+        """,
+        "f",
+    )
+    writes = [s.label for op in ops(f, OpKind.ACCESS) for s in op.writes]
+    assert "out" not in writes and "full" in writes

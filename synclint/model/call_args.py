@@ -38,7 +38,13 @@ _TENSOR_ONLY_METHODS = {
 }
 
 
-_SYNC_NAME = re.compile(r"(^|_)(sync|synchronize|synchronise)(_|$)", re.IGNORECASE)
+#: A name that says it synchronizes: snake_case words (``cuda_sync``, ``synchronize_all``,
+#: yolov5's ``time_synchronized``) or a camelCase word (cuda-python's ``cudaStreamSynchronize``,
+#: ``cudaDeviceSynchronize``); not ``async`` or ``Async``.
+_SYNC_NAME = re.compile(
+    r"(?i:(^|_)(sync|synced|synchroni[sz]ed?)(_|$))"
+    r"|(?<=[a-z0-9])(Sync|Synced|Synchroni[sz]ed?)(?=[A-Z_]|$)"
+)
 _STREAM_ONLY_METHODS = {"wait_stream", "wait_event", "record_event"}
 
 

@@ -21,9 +21,9 @@ from synclint.model.call_args import (
     _string,
 )
 from synclint.model.inlining import can_inline, inline_call
-from synclint.model.resolver import canonical
+from synclint.model.resolver import canonical, dotted
 from synclint.model.tensor_methods import is_opaque_method
-from synclint.model.timeline import OpKind
+from synclint.model.timeline import OpKind, done_with
 from synclint.model.values import (
     HOST,
     Alternatives,
@@ -89,7 +89,7 @@ class CallSemantics:
                 stream = self.as_stream(func.value, receiver)
                 if stream is not None:
                     return self.stream_method(node, stream, method)
-            if receiver is None and method in _TENSOR_ONLY_METHODS:
+            if receiver is None and method in _TENSOR_ONLY_METHODS and not self.names_a_module(func.value):
                 receiver = self.materialize(func.value)
             if storages_of(receiver):
                 return self.tensor_method(node, receiver, method, hint)
@@ -117,10 +117,11 @@ class CallSemantics:
         if name in api.STREAM_FACTORIES:
             self.args(node)
             label = hint or "stream"
-            i.emit(OpKind.CREATE_STREAM, node, qualname=name)
             # One creation site is one stream identity (both analysed loop iterations share it).
             key = label if "." in label else f"{label}@{i.site_number(node)}"
-            return StreamValue(key, f"stream `{label}`", "created", node)
+            stream = StreamValue(key, f"stream `{label}`", "created", node)
+            i.emit(OpKind.CREATE_STREAM, node, qualname=name, target=stream)
+            return stream
         if name in api.EVENT_FACTORIES:
             self.args(node)
             timing = _keyword(node, "enable_timing")
@@ -204,6 +205,11 @@ class CallSemantics:
         if name.startswith("torch.") and name.count(".") == 1 or name.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")):
             return self.torch_function(node, name, hint)
         return self.unknown_call(node, hint)
+
+    def names_a_module(self, node: cst.BaseExpression) -> bool:
+        """Is ``node`` a name the file calls ``nn.Module``-only methods on (``model.eval()``)?"""
+        names = self.i.module_names
+        return bool(names) and dotted(node) in names
 
     def sync_by_name(self, node: cst.Call, name: str) -> bool:
         """An unknown helper whose name says it synchronizes (``timer.sync()``, ``cuda_sync()``,
@@ -320,7 +326,7 @@ class CallSemantics:
             # `torch.tensor([0, 2], device="cuda")`: host data copied the blocking way (non_blocking
             # is False inside): done when the call returns.
             self.i.emit(OpKind.HOST_SYNC, node, target=op.stream, sync_kind="blocking-copy")
-            self.i.host_sees({op.stream.key: op.seq})
+            self.i.host_sees(done_with(op))
         return storage
 
     def device_of(self, node: Optional[cst.BaseExpression]) -> Optional[str]:

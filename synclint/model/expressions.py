@@ -553,7 +553,8 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         element = node.elt
         if isinstance(element, cst.Call) and self.callee_name(element.func) in api.STREAM_FACTORIES:
             key = hint or "streams"
-            self.i.emit(OpKind.CREATE_STREAM, element, qualname="torch.cuda.Stream")
+            made = StreamValue(key, f"streams `{key}`", "created", element)  # the list's elements
+            self.i.emit(OpKind.CREATE_STREAM, element, qualname="torch.cuda.Stream", target=made)
             return StreamList(key, f"streams `{key}`")
         for comp in self._comprehensions(node):
             self.ev(comp.iter)

@@ -136,15 +136,19 @@ def unseen_cuda_work(
 
 def _synchronizes(sync: Op, work: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
     """Does ``sync``, after ``work``, wait for it, on every path through ``work``?"""
-    if sync.index <= work.index:
+    if sync.index <= work.index or not waits_for(sync, work):
         return False
-    if sync.sync_kind not in _ALL_STREAM_SYNCS and not (
+    return dominates(sync.node, work.node, parents)
+
+
+def waits_for(sync: Op, work: Op) -> bool:
+    """Is the host synchronization ``sync``, made after ``work``, one that waits for it: a
+    synchronization of every stream, or of the stream that ran it?"""
+    return sync.sync_kind in _ALL_STREAM_SYNCS or (
         sync.sync_kind in ("stream", "blocking-read", "blocking-copy")
         and sync.target is not None
         and sync.target.key == work.stream.key
-    ):
-        return False
-    return dominates(sync.node, work.node, parents)
+    )
 
 
 def records_of(op: Op, event_key: str) -> list[Op]:

@@ -158,6 +158,13 @@ class Interpreter:
         self.method_returns: dict[str, StreamValue] = {}
         self.returned_storages: list[Storage] = []
         self.synchronized = False
+        #: Dotted names the file treats as ``nn.Module`` objects (:func:`scopes.module_names`).
+        self.module_names: frozenset[str] = frozenset()
+        #: Names bound to a test of the current stream against another (``on_side_stream =
+        #: torch.cuda.current_stream() != self.s``): see :meth:`_side_stream_tested`.
+        self.stream_tests: dict[str, cst.Comparison] = {}
+        #: The function waits on an event or stream its caller handed it (see :meth:`finish`).
+        self.caller_orders_inputs = False
         #: Storages whose ``alloc_op`` this interpreter set (cleared by :meth:`close`).
         self.allocated: list[Storage] = []
         self.exprs = ExpressionEvaluator(self)
@@ -432,6 +439,8 @@ class Interpreter:
             return EventValue(name, f"event `{name}`", None, param, origin="parameter")
         if tail in ("int", "float", "str", "bool", "dict", "list", "tuple", "Callable", "Module"):
             return HOST
+        if name in self.module_names:
+            return None  # `model.eval()` somewhere in the file: a module, no tensor
         if param.default is not None and not isinstance(param.default, cst.Name):
             if isinstance(param.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Dict, cst.List, cst.Tuple)):
                 return HOST
@@ -491,6 +500,8 @@ class Interpreter:
             for t, value in zip(target.elements, values):
                 self.assign(t.value, value, stmt)
             return
+        if type(stmt.value) is cst.Comparison and type(target) is cst.Name:
+            self.stream_tests[target.value] = stmt.value
         hint = dotted(target) or "tensor"
         self.exprs.stored_node = stmt.value
         value = self.exprs.ev(stmt.value, hint=hint)
@@ -733,6 +744,9 @@ class Interpreter:
         Each ``elif`` test is evaluated on the path where the earlier tests failed."""
         if self.flag_parameter(stmt.test) and not isinstance(stmt.orelse, cst.If):
             return self._flag_branch(stmt)
+        side = self._side_stream_tested(stmt)
+        if side is not None:
+            return self._optional_branch(stmt, side)
         optional = _optional_tested(stmt)
         if optional is not None:
             return self._optional_branch(stmt, optional)
@@ -764,6 +778,30 @@ class Interpreter:
                 result = join(result, self.state) if result is not None else self.state
                 break
         self.state = result if result is not None else start
+
+    def _side_stream_tested(self, stmt: cst.If) -> Optional[str]:
+        """``if torch.cuda.current_stream() != s: s.wait_stream(torch.cuda.current_stream())``, or
+        the test bound to a name first (Megatron's ``on_side_stream``), with no ``else``: the key
+        of ``s``. Where the test fails, ``s`` is the current stream, so the block that then runs
+        on ``s`` is ordered as if the wait had been made (:meth:`_optional_branch`)."""
+        if stmt.orelse is not None:
+            return None
+        test = stmt.test
+        if type(test) is cst.Name:
+            test = self.stream_tests.get(test.value)
+        if not (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, (cst.NotEqual, cst.IsNot))
+        ):
+            return None
+        left, right = test.left, test.comparisons[0].comparator
+        for current, other in ((left, right), (right, left)):
+            if isinstance(other, (cst.Name, cst.Attribute)) and self.exprs.is_current_stream_call(current):
+                stream = self.exprs.as_stream(other, self.exprs.ev(other))
+                if stream is not None:
+                    return stream.key
+        return None
 
     def _device_present(self, test: cst.BaseExpression) -> bool:
         """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test."""
@@ -987,7 +1025,16 @@ class Interpreter:
             later = self.model.ops[h.release.index + 1:]
             return not any(op.stream.key == alloc.key and op.on_device for op in later)
 
-        self.model.hazards = [h for h in self.model.hazards if h.storage.tensor and not host_side(h)]
+        def callers_to_order(h: Hazard) -> bool:
+            # `def a2a(x, group, event=None): ... with stream(comm): if event: event.wait()`: a
+            # function that waits on an event or stream its caller hands it leaves the ordering of
+            # what the caller made (its inputs) to that caller, on every path: the event marks it.
+            return self.caller_orders_inputs and h.first.op.kind == OpKind.ENTRY
+
+        self.model.hazards = [
+            h for h in self.model.hazards
+            if h.storage.tensor and not host_side(h) and not callers_to_order(h)
+        ]
         self.model.lifetime_hazards = [
             h for h in self.model.lifetime_hazards
             if h.storage.tensor and not h.storage.on_host and not no_later_work(h)

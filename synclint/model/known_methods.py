@@ -23,7 +23,7 @@ from synclint.model.call_args import (
 from synclint.model.resolver import dotted
 from synclint.model.state import vc_join
 from synclint.model.tensor_methods import is_opaque_method
-from synclint.model.timeline import CopyInfo, Op, OpKind
+from synclint.model.timeline import CopyInfo, Op, OpKind, done_with
 from synclint.model.values import (
     HOST,
     Alternatives,
@@ -50,6 +50,8 @@ class KnownValueMethods:
         first = positional[0] if positional else None
         if method == "wait_stream":
             other = self.as_stream(first, values[0] if values else None)
+            if other is not None and other.origin == "parameter" and other.key != self.state.current.key:
+                i.caller_orders_inputs = True  # a stream the caller handed over (see `finish`)
             op = i.emit(OpKind.WAIT_STREAM, node, stream=stream, target=other,
                         arg_is_current_stream=self.is_current_stream_call(first))
             if other is not None:
@@ -75,6 +77,8 @@ class KnownValueMethods:
     def _wait_event(self, node: cst.Call, event: Optional[EventValue], stream: StreamValue, explicit: bool):
         i = self.i
         state = i.event_state(event) if event is not None else None
+        if state is None and event is not None and event.origin == "parameter":
+            i.caller_orders_inputs = True  # an event the caller recorded (see `Interpreter.finish`)
         if state is not None and state.stream is not None:
             i.note_ordering(stream, state.stream)
         i.emit(OpKind.WAIT_EVENT, node, stream=stream, event=event, target=stream if explicit else None,
@@ -171,6 +175,15 @@ class KnownValueMethods:
             self.mark_tensor(storages)
             self.blocking_read(node, storages)
             return HOST
+        if method in ("new_empty", "new_empty_strided"):
+            # Allocation only, no kernel (like `torch.empty`): the allocation stream counts.
+            self.args(node)
+            self.mark_tensor(storages)
+            device_node = _keyword(node, "device")
+            device = self.device_of(device_node) if device_node is not None else None
+            if device_node is None and storages:
+                device = storages[0].root.device
+            return i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current, device=device)
         if method == "copy_":
             return self.copy_into(node, storages)
         if method in api.TRANSFER_METHODS:
@@ -231,7 +244,7 @@ class KnownValueMethods:
         ):
             # A blocking copy returns once it is done (pageable H2D copies are staged first).
             self.i.emit(OpKind.HOST_SYNC, node, target=op.stream, sync_kind="blocking-copy")
-            self.i.host_sees({op.stream.key: op.seq})
+            self.i.host_sees(done_with(op))
         return op
 
     def tensor_device(self, node: Optional[cst.BaseExpression]) -> bool:

@@ -71,7 +71,9 @@ class _Builder:
         self.interpreters: list[Interpreter] = []
         #: Functions and methods started as threads (``threading.Thread(target=worker)``): what
         #: they are handed comes from another thread, not from a caller on the same stream.
-        self.thread_targets = _thread_targets(source if source is not None else module.code)
+        text = source if source is not None else module.code
+        self.thread_targets = _thread_targets(text)
+        self.module_names = module_names(text)
 
     def interpreter(
         self, model: FunctionModel, counters: dict, attributes=None, summaries=None
@@ -79,6 +81,7 @@ class _Builder:
         summaries = self.summaries if summaries is None else summaries
         interp = Interpreter(model, self.resolver, self.settings, summaries, counters, attributes)
         interp.model_code = self.code_for
+        interp.module_names = self.module_names
         if model.name.rsplit(".", 1)[-1] in self.thread_targets:
             interp.from_callers_stream = False
         self.interpreters.append(interp)
@@ -333,6 +336,29 @@ def _thread_targets(text: str) -> set[str]:
     if "Thread" not in text:
         return set()
     return set(_THREAD_TARGET.findall(text))
+
+
+#: Methods of ``torch.nn.Module`` that no tensor has.
+_MODULE_ONLY = (
+    r"(?:eval|train|parameters|named_parameters|buffers|named_buffers|modules|named_modules|"
+    r"children|named_children|state_dict|load_state_dict|zero_grad|register_forward_hook|"
+    r"register_forward_pre_hook|register_full_backward_hook|register_module|add_module|"
+    r"get_submodule)"
+)
+_DOTTED = r"(?<![\w.])([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)"
+_MODULE_RECEIVER = re.compile(
+    _DOTTED + r"\s*\.\s*(?:(?:cuda|to|half|float|bfloat16)\s*\([^()]*\)\s*\.\s*)?"
+    + _MODULE_ONLY + r"\s*\("
+)
+
+
+def module_names(text: str) -> frozenset[str]:
+    """The names (dotted) a file calls a method of ``torch.nn.Module`` on that no tensor has
+    (``model.eval()``, ``net.cuda().eval()``, ``self.encoder.parameters()``): modules, whose
+    ``.cuda()``/``.to()`` moves parameters in place and returns the module, not a tensor copy
+    (``model.cuda().eval()`` in fairseq's evaluation scripts). Read from the whole file's text:
+    the module is often set up in another function than the one that moves it."""
+    return frozenset(re.sub(r"\s+", "", m) for m in _MODULE_RECEIVER.findall(text))
 
 
 class _ClassFacts(cst.CSTVisitor):

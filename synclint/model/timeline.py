@@ -143,6 +143,14 @@ class LifetimeHazard:
     names: tuple = ()
 
 
+def done_with(op: Op) -> dict[str, int]:
+    """What is complete once device op ``op`` is: it, what ran before it on its stream, and what
+    its stream had waited for (a blocking copy returns only then)."""
+    after = dict(op.vc)
+    after[op.stream.key] = max(after.get(op.stream.key, 0), op.seq)
+    return after
+
+
 def ordered(first: Op, second_vc: Mapping[str, int], second_stream: StreamValue) -> bool:
     """Does ``first``'s device work complete before work with ``second_vc`` on ``second_stream``?"""
     if first.stream.key == second_stream.key:
