@@ -29,7 +29,7 @@ from synclint.cstwalk import source_order, walk
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
 from synclint.model.file_facts import parent_map
-from synclint.model.host_queries import unseen_cuda_work
+from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
 from synclint.model.resolver import dotted
 from synclint.rules._common import functions, torch_name
 from synclint.rules.base import FixKind, Rule, RuleContext
@@ -42,6 +42,9 @@ _CLOCK_FUNCTIONS = frozenset(
 _CLOCKS = _CLOCK_FUNCTIONS | {"time"}
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
+#: Synchronizations written as such: ``torch.cuda.synchronize()``, a helper named for it, a stream's
+#: or an event's ``synchronize()``.
+_EXPLICIT_SYNCS = frozenset({"device", "helper", "stream", "event"})
 
 
 def two_readings_in_a_scope(tree: ast.Module, text: str) -> bool:
@@ -170,7 +173,9 @@ class HostTimerWithoutSync(Rule):
                         w for w in unseen_cuda_work(function, start.index, end, parents)
                         if not _exclusive(w.node, end.node, parents)
                     ]
-                if not work:
+                if work:
+                    work = [w for w in work if not _timed_loop_synchronizes(function, w, start, end, parents)]
+                if not work or _inside_timed_events(function, start, end):
                     continue
                 reported.add(id(end.node))
                 yield self._report(ctx, start, end, work[0])
@@ -193,6 +198,65 @@ class HostTimerWithoutSync(Rule):
             fix=insert_sync(ctx, end.node, "torch.cuda.synchronize()", Applicability.UNSAFE),
             data={"clock": clock, "start": ctx.line(start.node), "work": ctx.line(work.site.node)},
         )
+
+
+def _timed_loop_synchronizes(function, work, start, end, parents) -> bool:
+    """Is ``work`` in a loop that the interval spans whole (``t0 = time.time()`` before it, the
+    end reading after it) and whose body synchronizes the host on every iteration
+    (``t1 = time_synchronized()`` at its top, as in YOLO's ``detect.py``)? Then the delta covers
+    every iteration's work but the tail of the last one: the loop is timed as a whole, and the
+    launch is not what is measured. Only a synchronization written as one counts, not a blocking
+    copy (``x.cuda()`` of a batch), whose source may already be on the device after the first
+    iteration."""
+    loop = _enclosing_loop(work.node, parents)
+    while loop is not None:
+        if not (_within(start.node, loop, parents) or _within(end.node, loop, parents)):
+            for sync in function.ops_of(OpKind.HOST_SYNC):
+                if (
+                    sync.sync_kind in _EXPLICIT_SYNCS
+                    and waits_for(sync, work)
+                    and _within(sync.node, loop.body, parents)
+                    and dominates(sync.node, work.node, parents)
+                ):
+                    return True
+        loop = _enclosing_loop(loop, parents)
+    return False
+
+
+def _enclosing_loop(node: cst.CSTNode, parents) -> cst.For | cst.While | None:
+    current = parents.get(node)
+    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
+        if isinstance(current, (cst.For, cst.While)):
+            return current
+        current = parents.get(current)
+    return None
+
+
+def _within(node: cst.CSTNode, ancestor: cst.CSTNode, parents) -> bool:
+    current = node
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = parents.get(current)
+    return False
+
+
+def _inside_timed_events(function, start, end) -> bool:
+    """Is the interval inside one that events time on the device (``start_event.record()``
+    before the first reading, ``end_event.record()`` after the end reading, and
+    ``start_event.elapsed_time(end_event)`` read)? Then the device's time is measured by the
+    events, and the host clock measures the launch on purpose (``host_ms`` against
+    ``device_ms``, a launch-overhead test)."""
+    for timing in function.ops_of(OpKind.ELAPSED_TIME):
+        if len(timing.events) != 2:
+            continue
+        first, last = timing.events
+        records = function.ops_of(OpKind.RECORD_EVENT)
+        if any(r.event is not None and r.event.key == first.key and r.index < start.index for r in records) and any(
+            r.event is not None and r.event.key == last.key and end.index < r.index < timing.index for r in records
+        ):
+            return True
+    return False
 
 
 def _around_a_loop(start, end) -> bool:
