@@ -5,7 +5,8 @@ iteration soon aliases earlier ones (hidden serialization, or ordering assumptio
 Not reported: one stream per device (the call's arguments use the loop variable), creation guarded
 by a condition inside the loop (lazy creation, caches), ``ExternalStream`` (wraps a stream that
 exists already), loops in ``__init__`` and loops that build a pool (the stream is stored in a
-container or attribute), and streams nothing uses.
+container or attribute), streams nothing uses, and streams that are idle when the next iteration
+makes another (:func:`idle_when_made_again`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import libcst as cst
 
 from synclint.cstwalk import walk
 from synclint.diagnostics import Diagnostic
-from synclint.model import OpKind
+from synclint.model import Op, OpKind
+from synclint.model.file_facts import parent_map
+from synclint.model.host_queries import dominates
 from synclint.rules._common import functions
 from synclint.rules.base import FixKind, Rule, RuleContext
 
@@ -51,6 +54,43 @@ def _names(node: cst.CSTNode) -> set[str]:
     return visitor.found
 
 
+def idle_when_made_again(ctx: RuleContext, function, first: Op) -> bool:
+    """When the next iteration creates a stream at the same site, has the host seen all the work
+    the previous iteration gave its stream (``torch.cuda.synchronize()``, or a blocking read after
+    the current stream waited for it)? Then a stream that aliases it is idle: nothing is
+    serialized behind old work, and no assumption about a fresh stream is false. This is a test
+    that warms a CUDA graph up on a side stream for every configuration, as PyTorch's
+    documentation shows, and checks the results before the next one. A stream only joined back
+    into the current stream (``current_stream().wait_stream(s)``) is not idle: work given to a
+    stream that aliases it still queues behind the old work."""
+    if first.target is None:
+        return False
+    again = next(
+        (op for op in function.ops if op.index > first.index and op.node is first.node), None
+    )
+    if again is None:
+        return False  # walked once (deeply nested loops): not known
+    made = first.target.key  # the stream, or the list a comprehension fills with streams
+    work = [
+        op for op in function.ops
+        if first.index < op.index < again.index
+        and op.on_device
+        and made in (op.stream.key, op.stream.container)
+    ]
+    if work:
+        return all(function.host_has_seen(op, again) for op in work)
+    # Work the model cannot see (`with stream(Stream()): do_bench_cudagraph(fn)`): a
+    # synchronization of every stream between the two creations, on every path to the second.
+    parents = parent_map(ctx)
+    return any(
+        op.kind == OpKind.HOST_SYNC
+        and op.sync_kind in ("device", "helper")
+        and first.index < op.index < again.index
+        and dominates(op.node, again.node, parents)
+        for op in function.ops
+    )
+
+
 class StreamCreatedInLoop(Rule):
     code = "SYN105"
     name = "stream-created-in-loop"
@@ -74,6 +114,8 @@ class StreamCreatedInLoop(Rule):
                 if op.qualname == "torch.cuda.ExternalStream" or self.per_loop_key(ctx, op.node):
                     continue
                 if function.name.endswith("__init__") or self.pool_or_unused(ctx, op.node):
+                    continue
+                if idle_when_made_again(ctx, function, op):
                     continue
                 message = (
                     f"a new stream is created on every loop iteration: `{ctx.code_for(op.node.func)}()` "
