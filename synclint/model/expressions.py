@@ -130,10 +130,15 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         host_writes = [s for s in writes if s.on_host]
         dev_reads = [s for s in reads if not s.on_host]
         dev_writes = [s for s in writes if not s.on_host]
+        host_ops = []
         if host_reads:
-            self.host_access(node, host_reads, "read")
+            host_ops.append(self.host_access(node, host_reads, "read"))
         if host_writes:
-            self.host_access(node, host_writes, "write")
+            host_ops.append(self.host_access(node, host_writes, "write"))
+        if opaque and host_ops and not (dev_reads or dev_writes):
+            # Handed only host tensors (`executor.submit(write, cpu_frames, events)`): it may
+            # still wait for the copies that fill them before it returns (see `Op.opaque`).
+            host_ops[-1].opaque = True
         if dev_reads or dev_writes:
             op = self.i.emit(OpKind.ACCESS, node, reads=tuple(dev_reads), writes=tuple(dev_writes),
                              opaque=opaque)

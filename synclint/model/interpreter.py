@@ -84,6 +84,24 @@ def _target_names(target: cst.BaseExpression) -> set:
     return set()
 
 
+def _only_waits_on(body: cst.BaseSuite, name: str) -> bool:
+    """Is ``body`` nothing but ``name.wait()`` calls?"""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else (body,)
+    for line in lines:
+        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        for small in line.body:
+            call = small.value if isinstance(small, cst.Expr) else None
+            if not (
+                isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "wait"
+                and dotted(call.func.value) == name
+            ):
+                return False
+    return True
+
+
 def _holds_work(value) -> bool:
     values = value.values if isinstance(value, Alternatives) else (value,)
     return any(isinstance(v, WorkValue) for v in values)
@@ -853,6 +871,11 @@ class Interpreter:
         result = join(taken, start)
         if not taken.dead and key in taken.vc:
             result.vc[key] = vc_join(result.vc.get(key, {}), taken.vc[key])
+        if not taken.dead and _holds_work(start.env.get(key)) and _only_waits_on(stmt.body, key):
+            # `if recv_req is not None: recv_req.wait()`: where the handle is None, no work was
+            # issued through it, so what waiting on it orders holds on both paths.
+            for stream_key, vc in taken.vc.items():
+                result.vc[stream_key] = vc_join(result.vc.get(stream_key, {}), vc)
         self.state = result
 
     def loop(self, body: Callable[[], None]) -> None:

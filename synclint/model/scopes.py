@@ -213,6 +213,7 @@ class _Builder:
         # Round 2: every method starts from everything any method (itself included) left open,
         # and sees through helpers that return a tensor made on an attribute stream.
         combined = _Exports.combine(exports)
+        combined.close_handed_back(list(first_round.values()), init_interp)
         self._returns = self.method_returns(first_round)
         # Nothing for a second round to start from when no method put device work on any other
         # stream than the caller's (then no two methods' accesses can race), or when nothing new
@@ -478,6 +479,32 @@ class _Exports:
                     out.events[key] = (event, list(covered), recorded)
         return out
 
+    def close_handed_back(self, interps: list[Interpreter], init: Optional[Interpreter]) -> None:
+        """Drop side-stream work covered by an event that some method makes the caller's stream
+        wait on (``torch.cuda.current_stream().wait_event(self.load_done)`` in ``begin_layer``):
+        that method is the class's hand-off point, which the caller is meant to call before the
+        methods that use the work (``store_kv`` after ``begin_layer``). The order the caller keeps
+        is not in the code (precision first; the same reading as an event recorded on the
+        caller's stream, in :meth:`seed`)."""
+        waited = {
+            op.event.key
+            for interp in [*interps, *([init] if init is not None else [])]
+            for op in interp.model.ops
+            if op.kind == OpKind.WAIT_EVENT and op.event is not None and op.stream.key == interp.entry.key
+        }
+        # The records, not the event's state at the method's end: a record on one path only (a
+        # helper that returns early) leaves no clock at the join, but it is what the wait is for.
+        entries = {interp.entry.key for interp in [*interps, *([init] if init is not None else [])]}
+        records = [
+            r for key, (_, _, recorded) in self.events.items() if key in waited
+            for r in recorded if r.stream.key not in entries
+        ]
+        if records:
+            self.accesses = [
+                a for a in self.accesses
+                if not any(r.stream.key == a.stream.key and r.vc.get(a.stream.key, 0) >= a.op.seq for r in records)
+            ]
+
     def seed(self, interp: Interpreter) -> None:
         """Replay open accesses as ENTRY ops on their streams, before the method's first statement."""
         replayed: dict[int, object] = {}
@@ -495,12 +522,22 @@ class _Exports:
             interp.state.vc[access.stream.key] = {access.stream.key: op.seq}
             interp.access(op, access.storage, access.mode)
             replayed[id(access)] = op
+        entry = interp.entry.key
         for key, (event, covered, recorded) in self.events.items():
             vc: dict = {}
             for access in covered:
                 op = replayed.get(id(access))
                 if op is not None:
                     vc[op.stream.key] = max(vc.get(op.stream.key, 0), op.seq)
+            if recorded and all(r.stream.key == entry for r in recorded):
+                # An event a method records on the caller's stream (`self.staging_free.record()` in
+                # `end_layer`) is the class's hand-off point: the caller is meant to call it after
+                # the other methods whose work on that stream it guards (`store_kv` between
+                # `begin_layer` and `end_layer`). The order the caller keeps is not in the code, so
+                # it covers what every method left open on that stream (precision first).
+                for op in replayed.values():
+                    if op.stream.key == entry:
+                        vc[entry] = max(vc.get(entry, 0), op.seq)
             interp.state.events[key] = EventState(vc, tuple(recorded))
         interp.model.hazards.clear()
         interp._hazard_keys.clear()
