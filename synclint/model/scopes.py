@@ -346,10 +346,11 @@ _MODULE_ONLY = (
     r"register_forward_pre_hook|register_full_backward_hook|register_module|add_module|"
     r"get_submodule)"
 )
-_DOTTED = r"(?<![\w.])([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)"
-_MODULE_RECEIVER = re.compile(
-    _DOTTED + r"\s*\.\s*(?:(?:cuda|to|half|float|bfloat16)\s*\([^()]*\)\s*\.\s*)?"
-    + _MODULE_ONLY + r"\s*\("
+_MODULE_CALL = re.compile(r"\.[ \t]*" + _MODULE_ONLY + r"[ \t]*\(")
+#: What precedes such a call: a dotted name, then perhaps a move (``net.cuda().eval()``).
+_RECEIVER = re.compile(
+    r"(?<![\w.])([A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*)[ \t]*"
+    r"(?:\.[ \t]*(?:cuda|to|half|float|bfloat16)[ \t]*\([^()\n]*\)[ \t]*)?\Z"
 )
 
 
@@ -358,8 +359,17 @@ def module_names(text: str) -> frozenset[str]:
     (``model.eval()``, ``net.cuda().eval()``, ``self.encoder.parameters()``): modules, whose
     ``.cuda()``/``.to()`` moves parameters in place and returns the module, not a tensor copy
     (``model.cuda().eval()`` in fairseq's evaluation scripts). Read from the whole file's text:
-    the module is often set up in another function than the one that moves it."""
-    return frozenset(re.sub(r"\s+", "", m) for m in _MODULE_RECEIVER.findall(text))
+    the module is often set up in another function than the one that moves it. The calls are
+    found first and the receiver read backwards from each, on its line: a scan for receivers
+    followed by calls would cost a cold run a few percent on large files."""
+    names = set()
+    for call in _MODULE_CALL.finditer(text):
+        start = call.start()
+        line_start = text.rfind("\n", 0, start) + 1
+        receiver = _RECEIVER.search(text, max(line_start, start - 200), start)
+        if receiver is not None:
+            names.add(re.sub(r"[ \t]+", "", receiver.group(1)))
+    return frozenset(names)
 
 
 class _ClassFacts(cst.CSTVisitor):
