@@ -1,0 +1,79 @@
+"""On a CUDA device: the PyTorch behaviour the model's newer edges rest on.
+
+Skipped without torch or without a CUDA device (CI has neither); run on the GPU machine with
+``pytest tests/test_cuda_semantics.py -m cuda``. Each test names the model code that relies on it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():  # pragma: no cover - CPU machines
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+pytestmark = pytest.mark.cuda
+SPIN = int(1e9)  # GPU cycles: about half a second on an H100
+
+
+def _kernels(fn) -> list[str]:
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+
+
+def test_new_empty_launches_no_kernel_new_zeros_does():
+    """``KnownValueMethods.tensor_method``: ``x.new_empty`` allocates like ``torch.empty``."""
+    x = torch.randn(256, 256, device="cuda")
+    assert _kernels(lambda: x.new_empty((2048, 2048))) == []
+    assert _kernels(lambda: torch.empty_like(x)) == []
+    assert _kernels(lambda: x.new_zeros((2048, 2048))) != []
+
+
+def test_a_blocking_copy_waits_for_what_its_stream_waited_for():
+    """``timeline.done_with``: a blocking ``.cpu()`` on the current stream, after it waited for a
+    side stream, returns once the side stream's work is done; without the wait it does not."""
+    side = torch.cuda.Stream()
+    y = torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(SPIN)
+        y.fill_(7.0)
+    torch.cuda.current_stream().wait_stream(side)
+    assert y.cpu().item() == 7.0 and side.query()
+
+    z = torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(SPIN)
+        z.fill_(7.0)
+    early = z.cpu().item()
+    still_running = not side.query()
+    torch.cuda.synchronize()
+    assert still_running and early == 0.0
+
+
+def test_current_stream_equals_the_stream_of_the_with_block():
+    """``Interpreter._side_stream_tested``: where ``current_stream() != s`` fails, ``s`` is current."""
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert not (torch.cuda.current_stream() != side)
+    assert torch.cuda.current_stream() != side
+
+
+def test_cuda_python_device_synchronize_blocks_the_host():
+    """``call_args._SYNC_NAME``: cuda-python's ``cudaDeviceSynchronize`` is a host barrier."""
+    runtime = pytest.importorskip("cuda.bindings.runtime")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(SPIN)
+    started = time.perf_counter()
+    runtime.cudaDeviceSynchronize()
+    assert side.query()
+    assert time.perf_counter() - started > 0.05
