@@ -24,6 +24,7 @@ from synclint.model.resolver import ImportResolver, is_self_attribute
 from synclint.model.state import EventState
 from synclint.model.timeline import Access, FunctionModel, ModuleModel, OpKind
 from synclint.model.values import (
+    Alternatives,
     EventValue,
     Storage,
     StreamList,
@@ -424,6 +425,10 @@ class _ClassFacts(cst.CSTVisitor):
 def _informative(value) -> bool:
     if isinstance(value, TupleValue):
         return any(_informative(item) for item in value.items)
+    if isinstance(value, Alternatives):
+        # `if dist.is_initialized(): self.handle = dist.all_reduce(..., async_op=True)`: a
+        # Work on some paths is what other methods wait on (DINOv2's center update).
+        return any(isinstance(v, WorkValue) for v in value.values)
     return isinstance(value, (Storage, StreamValue, EventValue, StreamList, WorkValue))
 
 
