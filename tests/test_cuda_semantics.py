@@ -60,7 +60,8 @@ def test_a_blocking_copy_waits_for_what_its_stream_waited_for():
 
 
 def test_current_stream_equals_the_stream_of_the_with_block():
-    """``Interpreter._side_stream_tested``: where ``current_stream() != s`` fails, ``s`` is current."""
+    """``Interpreter._side_stream_tested``: where ``current_stream() != s`` fails, ``s`` is the
+    current stream."""
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         assert not (torch.cuda.current_stream() != side)

@@ -89,7 +89,11 @@ class CallSemantics:
                 stream = self.as_stream(func.value, receiver)
                 if stream is not None:
                     return self.stream_method(node, stream, method)
-            if receiver is None and method in _TENSOR_ONLY_METHODS and not self.names_a_module(func.value):
+            if (
+                receiver is None
+                and method in _TENSOR_ONLY_METHODS
+                and not self.names_a_module(func.value)
+            ):
                 receiver = self.materialize(func.value)
             if storages_of(receiver):
                 return self.tensor_method(node, receiver, method, hint)

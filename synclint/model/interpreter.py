@@ -815,7 +815,9 @@ class Interpreter:
             return None
         left, right = test.left, test.comparisons[0].comparator
         for current, other in ((left, right), (right, left)):
-            if isinstance(other, (cst.Name, cst.Attribute)) and self.exprs.is_current_stream_call(current):
+            if isinstance(other, (cst.Name, cst.Attribute)) and self.exprs.is_current_stream_call(
+                current
+            ):
                 stream = self.exprs.as_stream(other, self.exprs.ev(other))
                 if stream is not None:
                     return stream.key

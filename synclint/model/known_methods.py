@@ -50,7 +50,8 @@ class KnownValueMethods:
         first = positional[0] if positional else None
         if method == "wait_stream":
             other = self.as_stream(first, values[0] if values else None)
-            if other is not None and other.origin == "parameter" and other.key != self.state.current.key:
+            handed_over = other is not None and other.origin == "parameter"
+            if handed_over and other.key != self.state.current.key:
                 i.caller_orders_inputs = True  # a stream the caller handed over (see `finish`)
             op = i.emit(OpKind.WAIT_STREAM, node, stream=stream, target=other,
                         arg_is_current_stream=self.is_current_stream_call(first))
@@ -183,7 +184,9 @@ class KnownValueMethods:
             device = self.device_of(device_node) if device_node is not None else None
             if device_node is None and storages:
                 device = storages[0].root.device
-            return i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current, device=device)
+            return i.new_storage(
+                hint or "<expr>", node, alloc_stream=self.state.current, device=device
+            )
         if method == "copy_":
             return self.copy_into(node, storages)
         if method in api.TRANSFER_METHODS:

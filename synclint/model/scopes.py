@@ -437,6 +437,12 @@ def _attributes(interp: Interpreter) -> dict:
     return {k: v for k, v in interp.state.env.items() if k.startswith(("self.", "cls."))}
 
 
+def _covered_by(access: Access, records) -> bool:
+    """Did one of the event ``records``, on the access's stream, come after it?"""
+    key = access.stream.key
+    return any(r.stream.key == key and r.vc.get(key, 0) >= access.op.seq for r in records)
+
+
 class _Exports:
     """What a method leaves behind for the next method: open accesses and recorded events."""
 
@@ -505,7 +511,9 @@ class _Exports:
             op.event.key
             for interp in [*interps, *([init] if init is not None else [])]
             for op in interp.model.ops
-            if op.kind == OpKind.WAIT_EVENT and op.event is not None and op.stream.key == interp.entry.key
+            if op.kind == OpKind.WAIT_EVENT
+            and op.event is not None
+            and op.stream.key == interp.entry.key
         }
         # The records, not the event's state at the method's end: a record on one path only (a
         # helper that returns early) leaves no clock at the join, but it is what the wait is for.
@@ -515,10 +523,7 @@ class _Exports:
             for r in recorded if r.stream.key not in entries
         ]
         if records:
-            self.accesses = [
-                a for a in self.accesses
-                if not any(r.stream.key == a.stream.key and r.vc.get(a.stream.key, 0) >= a.op.seq for r in records)
-            ]
+            self.accesses = [a for a in self.accesses if not _covered_by(a, records)]
 
     def seed(self, interp: Interpreter) -> None:
         """Replay open accesses as ENTRY ops on their streams, before the method's first statement."""

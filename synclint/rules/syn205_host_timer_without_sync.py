@@ -174,7 +174,10 @@ class HostTimerWithoutSync(Rule):
                         if not _exclusive(w.node, end.node, parents)
                     ]
                 if work:
-                    work = [w for w in work if not _timed_loop_synchronizes(function, w, start, end, parents)]
+                    work = [
+                        w for w in work
+                        if not _timed_loop_synchronizes(function, w, start, end, parents)
+                    ]
                 if not work or _inside_timed_events(function, start, end):
                     continue
                 reported.add(id(end.node))
@@ -251,10 +254,10 @@ def _inside_timed_events(function, start, end) -> bool:
         if len(timing.events) != 2:
             continue
         first, last = timing.events
-        records = function.ops_of(OpKind.RECORD_EVENT)
-        if any(r.event is not None and r.event.key == first.key and r.index < start.index for r in records) and any(
-            r.event is not None and r.event.key == last.key and end.index < r.index < timing.index for r in records
-        ):
+        records = [r for r in function.ops_of(OpKind.RECORD_EVENT) if r.event is not None]
+        started = any(r.event.key == first.key and r.index < start.index for r in records)
+        ended = any(r.event.key == last.key and end.index < r.index < timing.index for r in records)
+        if started and ended:
             return True
     return False
 
