@@ -38,13 +38,12 @@ from synclint.model.values import (
     HOST,
     HOST_NAME,
     STORAGE_HOLDERS,
-    Alternatives,
     EventValue,
     Storage,
     StreamValue,
     TupleValue,
-    WorkValue,
     default_stream,
+    holds_work,
     storages_of,
 )
 from synclint.settings import AnalysisSettings
@@ -100,11 +99,6 @@ def _only_waits_on(body: cst.BaseSuite, name: str) -> bool:
             ):
                 return False
     return True
-
-
-def _holds_work(value) -> bool:
-    values = value.values if isinstance(value, Alternatives) else (value,)
-    return any(isinstance(v, WorkValue) for v in values)
 
 
 class FunctionSummary:
@@ -518,8 +512,11 @@ class Interpreter:
             for t, value in zip(target.elements, values):
                 self.assign(t.value, value, stmt)
             return
-        if type(stmt.value) is cst.Comparison and type(target) is cst.Name:
-            self.stream_tests[target.value] = stmt.value
+        if type(target) is cst.Name:
+            if type(stmt.value) is cst.Comparison:
+                self.stream_tests[target.value] = stmt.value
+            elif self.stream_tests:
+                self.stream_tests.pop(target.value, None)  # rebound: no longer that test
         hint = dotted(target) or "tensor"
         self.exprs.stored_node = stmt.value
         value = self.exprs.ev(stmt.value, hint=hint)
@@ -693,7 +690,7 @@ class Interpreter:
             base = self.exprs.ev(target.value)
             for element in target.slice:
                 self.exprs.ev(getattr(element.slice, "value", None))
-            if _holds_work(value):
+            if holds_work(value):
                 self.keep_in_container(target.value, value)
             elif isinstance(stmt_value := getattr(stmt, "value", None), cst.Name) and stmt_value.value + "[]" in self.state.env:
                 # `self.works[i] = works`: the handles kept in `works` are now kept there too.
@@ -873,7 +870,7 @@ class Interpreter:
         result = join(taken, start)
         if not taken.dead and key in taken.vc:
             result.vc[key] = vc_join(result.vc.get(key, {}), taken.vc[key])
-        if not taken.dead and _holds_work(start.env.get(key)) and _only_waits_on(stmt.body, key):
+        if not taken.dead and holds_work(start.env.get(key)) and _only_waits_on(stmt.body, key):
             # `if recv_req is not None: recv_req.wait()`: where the handle is None, no work was
             # issued through it, so what waiting on it orders holds on both paths.
             for stream_key, vc in taken.vc.items():

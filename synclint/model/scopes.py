@@ -31,6 +31,7 @@ from synclint.model.values import (
     StreamValue,
     TupleValue,
     WorkValue,
+    holds_work,
 )
 from synclint.settings import AnalysisSettings
 
@@ -428,7 +429,7 @@ def _informative(value) -> bool:
     if isinstance(value, Alternatives):
         # `if dist.is_initialized(): self.handle = dist.all_reduce(..., async_op=True)`: a
         # Work on some paths is what other methods wait on (DINOv2's center update).
-        return any(isinstance(v, WorkValue) for v in value.values)
+        return holds_work(value)
     return isinstance(value, (Storage, StreamValue, EventValue, StreamList, WorkValue))
 
 
@@ -507,9 +508,10 @@ class _Exports:
         methods that use the work (``store_kv`` after ``begin_layer``). The order the caller keeps
         is not in the code (precision first; the same reading as an event recorded on the
         caller's stream, in :meth:`seed`)."""
+        everyone = [*interps, *([init] if init is not None else [])]
         waited = {
             op.event.key
-            for interp in [*interps, *([init] if init is not None else [])]
+            for interp in everyone
             for op in interp.model.ops
             if op.kind == OpKind.WAIT_EVENT
             and op.event is not None
@@ -517,7 +519,7 @@ class _Exports:
         }
         # The records, not the event's state at the method's end: a record on one path only (a
         # helper that returns early) leaves no clock at the join, but it is what the wait is for.
-        entries = {interp.entry.key for interp in [*interps, *([init] if init is not None else [])]}
+        entries = {interp.entry.key for interp in everyone}
         records = [
             r for key, (_, _, recorded) in self.events.items() if key in waited
             for r in recorded if r.stream.key not in entries

@@ -168,6 +168,12 @@ class Alternatives:
         return [v for v in self.values if isinstance(v, Storage)]
 
 
+def holds_work(value) -> bool:
+    """A ``Work`` handle, on every path or on some (``Alternatives``)."""
+    values = value.values if isinstance(value, Alternatives) else (value,)
+    return any(isinstance(v, WorkValue) for v in values)
+
+
 def storages_of(value) -> list[Storage]:
     # Exact type tests: the model calls this about a million times on a large file, and none of
     # these classes has subclasses.
