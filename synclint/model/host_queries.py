@@ -19,7 +19,8 @@ import libcst as cst
 from synclint.model import FunctionModel, Op, OpKind
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
-_ALL_STREAM_SYNCS = {"device", "helper"}
+#: Host synchronizations that wait for every stream (``torch.cuda.synchronize()``, a helper).
+ALL_STREAM_SYNCS = frozenset({"device", "helper"})
 
 
 def is_cuda_work(op: Op) -> bool:
@@ -59,7 +60,7 @@ def _covers(
     op: Op, record: Op, event_key: Optional[str], parents: Mapping[cst.CSTNode, cst.CSTNode]
 ) -> bool:
     if op.kind == OpKind.HOST_SYNC:
-        if op.sync_kind in _ALL_STREAM_SYNCS:
+        if op.sync_kind in ALL_STREAM_SYNCS:
             return True
         if op.sync_kind in ("event", "query") and op.event is not None:
             if op.event.key == event_key:
@@ -144,7 +145,7 @@ def _synchronizes(sync: Op, work: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]
 def waits_for(sync: Op, work: Op) -> bool:
     """Is the host synchronization ``sync``, made after ``work``, one that waits for it: a
     synchronization of every stream, or of the stream that ran it?"""
-    return sync.sync_kind in _ALL_STREAM_SYNCS or (
+    return sync.sync_kind in ALL_STREAM_SYNCS or (
         sync.sync_kind in ("stream", "blocking-read", "blocking-copy")
         and sync.target is not None
         and sync.target.key == work.stream.key

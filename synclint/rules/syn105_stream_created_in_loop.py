@@ -20,7 +20,7 @@ from synclint.cstwalk import walk
 from synclint.diagnostics import Diagnostic
 from synclint.model import Op, OpKind
 from synclint.model.file_facts import parent_map
-from synclint.model.host_queries import dominates
+from synclint.model.host_queries import ALL_STREAM_SYNCS, dominates
 from synclint.rules._common import functions
 from synclint.rules.base import FixKind, Rule, RuleContext
 
@@ -84,7 +84,7 @@ def idle_when_made_again(ctx: RuleContext, function, first: Op) -> bool:
     parents = parent_map(ctx)
     return any(
         op.kind == OpKind.HOST_SYNC
-        and op.sync_kind in ("device", "helper")
+        and op.sync_kind in ALL_STREAM_SYNCS
         and first.index < op.index < again.index
         and dominates(op.node, again.node, parents)
         for op in function.ops

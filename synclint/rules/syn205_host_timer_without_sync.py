@@ -28,7 +28,7 @@ from synclint.astscan import (
 from synclint.cstwalk import source_order, walk
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
-from synclint.model.file_facts import parent_map
+from synclint.model.file_facts import ancestors, parent_map
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
 from synclint.model.resolver import dotted
 from synclint.rules._common import functions, torch_name
@@ -176,7 +176,7 @@ class HostTimerWithoutSync(Rule):
                 if work:
                     work = [
                         w for w in work
-                        if not _timed_loop_synchronizes(function, w, start, end, parents)
+                        if not _timed_loop_synchronizes(ctx, function, w, start, end, parents)
                     ]
                 if not work or _inside_timed_events(function, start, end):
                     continue
@@ -203,7 +203,7 @@ class HostTimerWithoutSync(Rule):
         )
 
 
-def _timed_loop_synchronizes(function, work, start, end, parents) -> bool:
+def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
     """Is ``work`` in a loop that the interval spans whole (``t0 = time.time()`` before it, the
     end reading after it) and whose body synchronizes the host on every iteration
     (``t1 = time_synchronized()`` at its top, as in YOLO's ``detect.py``)? Then the delta covers
@@ -211,36 +211,20 @@ def _timed_loop_synchronizes(function, work, start, end, parents) -> bool:
     launch is not what is measured. Only a synchronization written as one counts, not a blocking
     copy (``x.cuda()`` of a batch), whose source may already be on the device after the first
     iteration."""
-    loop = _enclosing_loop(work.node, parents)
-    while loop is not None:
-        if not (_within(start.node, loop, parents) or _within(end.node, loop, parents)):
-            for sync in function.ops_of(OpKind.HOST_SYNC):
-                if (
-                    sync.sync_kind in _EXPLICIT_SYNCS
-                    and waits_for(sync, work)
-                    and _within(sync.node, loop.body, parents)
-                    and dominates(sync.node, work.node, parents)
-                ):
-                    return True
-        loop = _enclosing_loop(loop, parents)
-    return False
-
-
-def _enclosing_loop(node: cst.CSTNode, parents) -> cst.For | cst.While | None:
-    current = parents.get(node)
-    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
-        if isinstance(current, (cst.For, cst.While)):
-            return current
-        current = parents.get(current)
-    return None
-
-
-def _within(node: cst.CSTNode, ancestor: cst.CSTNode, parents) -> bool:
-    current = node
-    while current is not None:
-        if current is ancestor:
+    around_readings = {id(a) for node in (start.node, end.node) for a in ancestors(ctx, node)}
+    syncs = [
+        s for s in function.ops_of(OpKind.HOST_SYNC)
+        if s.sync_kind in _EXPLICIT_SYNCS
+        and waits_for(s, work)
+        and dominates(s.node, work.node, parents)
+    ]
+    for loop in ancestors(ctx, work.node):
+        if isinstance(loop, (cst.FunctionDef, cst.Lambda)):
+            return False
+        if not isinstance(loop, (cst.For, cst.While)) or id(loop) in around_readings:
+            continue
+        if any(any(a is loop.body for a in ancestors(ctx, s.node)) for s in syncs):
             return True
-        current = parents.get(current)
     return False
 
 
