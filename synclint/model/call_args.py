@@ -121,9 +121,16 @@ def _direction(src: Optional[str], dst: Optional[str]) -> str:
     return "unknown"
 
 
+#: Every ``torch`` dtype attribute (PyTorch 2.x), aliases included.
 _DTYPES = frozenset({
     "float", "float16", "float32", "float64", "half", "bfloat16", "double", "int", "int8",
-    "int16", "int32", "int64", "long", "bool", "uint8", "complex64", "qint8", "quint8",
+    "int16", "int32", "int64", "long", "short", "bool", "uint8", "uint16", "uint32", "uint64",
+    "complex32", "complex64", "complex128", "chalf", "cfloat", "cdouble",
+    "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+    "float4_e2m1fn_x2", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
+    "int1", "int2", "int3", "int4", "int5", "int6", "int7",
+    "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7",
 })
 
 
