@@ -22,6 +22,7 @@ from synclint.model.call_args import (
 )
 from synclint.model.inlining import can_inline, inline_call
 from synclint.model.resolver import canonical, dotted
+from synclint.model.state import vc_join
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
 from synclint.model.values import (
@@ -232,6 +233,8 @@ class CallSemantics:
         for value in values:
             if isinstance(value, StreamValue):
                 value.escapes = True
+            elif isinstance(value, EventValue):
+                self._handed_an_event(value)
         if _is_true(_keyword(node, "record_stream")):
             for storage in storages:
                 storage.root.recorded_streams.append(self.state.current)
@@ -239,6 +242,18 @@ class CallSemantics:
         if tail[:1].isupper():
             for storage in storages:
                 storage.root.escapes = True
+
+    def _handed_an_event(self, event: EventValue) -> None:
+        """An event recorded here and handed to an unknown callee (``pool.do(fn, flag,
+        cuda_event=done)``) is there to be waited on: what the callee does next is taken to run
+        after what the event covers, on the current stream. No op is emitted (nothing here is an
+        ``event.wait()`` a rule could judge); only the current stream's clock moves."""
+        state = self.i.event_state(event)
+        if state is None or not state.recorded_by:
+            return
+        current = self.state
+        key = current.current.key
+        current.vc[key] = vc_join(current.stream_vc(key), state.vc)
 
     def unknown_result(self, node: cst.Call, storages: list, hint: Optional[str], opaque: bool = False):
         """The result of an unknown call given tensors: a tensor made on the current stream if
