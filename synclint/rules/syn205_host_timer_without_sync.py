@@ -45,6 +45,8 @@ _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
 #: Synchronizations written as such: ``torch.cuda.synchronize()``, a helper named for it, a stream's
 #: or an event's ``synchronize()``.
 _EXPLICIT_SYNCS = frozenset({"device", "helper", "stream", "event"})
+#: What anchors a timed loop to the device's pace (see ``_timed_loop_synchronizes``).
+_LOOP_ANCHORS = _EXPLICIT_SYNCS | {"blocking-read"}
 
 
 def two_readings_in_a_scope(tree: ast.Module, text: str) -> bool:
@@ -180,6 +182,8 @@ class HostTimerWithoutSync(Rule):
                     ]
                 if not work or _inside_timed_events(function, start, end):
                     continue
+                if all(_timed_by_events(function, w) for w in work):
+                    continue
                 reported.add(id(end.node))
                 yield self._report(ctx, start, end, work[0])
 
@@ -204,25 +208,39 @@ class HostTimerWithoutSync(Rule):
 
 
 def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
-    """Is ``work`` in a loop that the interval spans whole (``t0 = time.time()`` before it, the
-    end reading after it) and whose body synchronizes the host on every iteration
-    (``t1 = time_synchronized()`` at its top, as in YOLO's ``detect.py``)? Then the delta covers
-    every iteration's work but the tail of the last one: the loop is timed as a whole, and the
-    launch is not what is measured. Only a synchronization written as one counts, not a blocking
-    copy (``x.cuda()`` of a batch), whose source may already be on the device after the first
-    iteration."""
-    around_readings = {id(a) for node in (start.node, end.node) for a in ancestors(ctx, node)}
+    """Is ``work`` in a loop whose body synchronizes the host on every iteration, before the
+    work, and which the interval spans across at least one iteration boundary? Such a loop runs at
+    the device's pace, so the delta is off by at most the tail of one iteration: the launch is not
+    what is measured. Two shapes:
+
+    - the interval spans the loop whole (``t0 = time.time()`` before it, the end reading after it;
+      ``t1 = time_synchronized()`` at the top of the body, as in YOLO's ``detect.py``);
+    - the interval starts before the loop, or later in the body (the previous iteration), and ends
+      inside it: a training loop reporting throughput every few steps, with ``loss.item()`` on
+      every step (fms-fsdp's ``train``).
+
+    A synchronization written as one counts, and a blocking read (``.item()``, ``.tolist()``) of a
+    device tensor; a blocking copy (``x.cuda()`` of a batch) does not, since its source may
+    already be on the device after the first iteration."""
+    around_start = {id(a) for a in ancestors(ctx, start.node)}
+    around_end = {id(a) for a in ancestors(ctx, end.node)}
+    first, second = source_order(start.node), source_order(end.node)
+    starts_later_in_body = first is not None and second is not None and first > second
     syncs = [
         s for s in function.ops_of(OpKind.HOST_SYNC)
-        if s.sync_kind in _EXPLICIT_SYNCS
+        if s.sync_kind in _LOOP_ANCHORS
         and waits_for(s, work)
         and dominates(s.node, work.node, parents)
     ]
     for loop in ancestors(ctx, work.node):
         if isinstance(loop, (cst.FunctionDef, cst.Lambda)):
             return False
-        if not isinstance(loop, (cst.For, cst.While)) or id(loop) in around_readings:
+        if not isinstance(loop, (cst.For, cst.While)):
             continue
+        if id(loop) in around_start or id(loop) in around_end:
+            ends_inside = id(loop) in around_end
+            if not (ends_inside and (id(loop) not in around_start or starts_later_in_body)):
+                continue
         if any(any(a is loop.body for a in ancestors(ctx, s.node)) for s in syncs):
             return True
     return False
@@ -241,6 +259,26 @@ def _inside_timed_events(function, start, end) -> bool:
         records = [r for r in function.ops_of(OpKind.RECORD_EVENT) if r.event is not None]
         started = any(r.event.key == first.key and r.index < start.index for r in records)
         ended = any(r.event.key == last.key and end.index < r.index < timing.index for r in records)
+        if started and ended:
+            return True
+    return False
+
+
+def _timed_by_events(function, work) -> bool:
+    """Is ``work`` between the records of two events whose ``elapsed_time`` is read afterwards
+    (``start_evt.record()``, the copy, ``end_evt.record()``, then ``enqueue_ms`` from the host
+    clock and ``copy_ms = start_evt.elapsed_time(end_evt)`` after a synchronization)? Then the
+    work's device time is measured by the events, and a host delta around it measures the
+    enqueue on purpose, as in GPTQModel's pinned-copy benchmarks."""
+    records = [r for r in function.ops_of(OpKind.RECORD_EVENT) if r.event is not None]
+    for timing in function.ops_of(OpKind.ELAPSED_TIME):
+        if len(timing.events) != 2:
+            continue
+        first, last = timing.events
+        started = any(r.event.key == first.key and r.index < work.index for r in records)
+        ended = any(
+            r.event.key == last.key and work.index < r.index < timing.index for r in records
+        )
         if started and ended:
             return True
     return False
