@@ -77,6 +77,8 @@ COLLECTIVE_TENSOR_KEYWORDS = frozenset(
      "output_tensor_list", "input_tensor_list", "scatter_list", "gather_list"}
 )
 ALWAYS_ASYNC_COLLECTIVES = {"torch.distributed.isend", "torch.distributed.irecv"}
+#: Blocks the host until the current stream's work is done (unless ``async_op=True``).
+BARRIER = "torch.distributed.barrier"
 #: Tests that hold whenever there is CUDA work to speak of.
 DEVICE_PRESENT = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialized"})
 #: Functions that write tensors to a file: CUDA tensors are first copied to the host (blocking).

@@ -174,6 +174,13 @@ class CallSemantics:
             return HOST
         if name in api.COLLECTIVES:
             return self.collective(node, name)
+        if name == api.BARRIER and not _is_true(_keyword(node, "async_op")):
+            # ProcessGroupNCCL's barrier is a dummy all-reduce that the current stream waits for,
+            # then synchronized back to the host (`currentStream.synchronize()`; older releases
+            # synchronize the whole device): everything the current stream ran is done.
+            self.args(node)
+            self.sync_stream(node, self.state.current, "stream")
+            return HOST
         if name in api.TENSOR_FACTORIES or name in api.LIKE_FACTORIES:
             return self.factory(node, name, hint)
         if name in self.i.settings.synchronizing_functions or name.rsplit(".", 1)[-1] in {
