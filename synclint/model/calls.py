@@ -174,12 +174,7 @@ class CallSemantics:
             return HOST
         if name in api.COLLECTIVES:
             return self.collective(node, name)
-        if name == api.BARRIER and not _is_true(_keyword(node, "async_op")):
-            # ProcessGroupNCCL's barrier is a dummy all-reduce that the current stream waits for,
-            # then synchronized back to the host (`currentStream.synchronize()`; older releases
-            # synchronize the whole device): everything the current stream ran is done.
-            self.args(node)
-            self.sync_stream(node, self.state.current, "stream")
+        if name == api.BARRIER and self.barrier(node):
             return HOST
         if name in api.TENSOR_FACTORIES or name in api.LIKE_FACTORIES:
             return self.factory(node, name, hint)
@@ -223,10 +218,25 @@ class CallSemantics:
         names = self.i.module_names
         return bool(names) and dotted(node) in names
 
+    def barrier(self, node: cst.Call) -> bool:
+        """``torch.distributed.barrier()``: ProcessGroupNCCL's barrier is a dummy all-reduce that
+        the current stream waits for, then synchronized back to the host
+        (``currentStream.synchronize()``; older releases synchronize the whole device), so
+        everything the current stream ran is done. Not with ``async_op=True``."""
+        if _is_true(_keyword(node, "async_op")):
+            return False
+        self.args(node)
+        self.sync_stream(node, self.state.current, "stream")
+        return True
+
     def sync_by_name(self, node: cst.Call, name: str) -> bool:
         """An unknown helper whose name says it synchronizes (``timer.sync()``, ``cuda_sync()``,
         ``synchronize_all()``) is taken at its word: precision first. So are other frameworks'
-        documented host barriers (:data:`api.OTHER_HOST_BARRIERS`)."""
+        documented host barriers (:data:`api.OTHER_HOST_BARRIERS`). A helper named ``barrier``
+        (MosaicML streaming's, which calls ``dist.barrier()`` when a group is up) is taken for
+        ``torch.distributed.barrier``: the current stream is done when it returns."""
+        if name.rsplit(".", 1)[-1] == "barrier":
+            return self.barrier(node)
         if name not in api.OTHER_HOST_BARRIERS and not _SYNC_NAME.search(name.rsplit(".", 1)[-1]):
             return False
         self.args(node)
@@ -295,7 +305,7 @@ class CallSemantics:
                 self.args(node)
                 self.sync_device(node, "unknown")
                 return HOST
-        if method != "synchronize" and _SYNC_NAME.search(method) and self.sync_by_name(node, method):
+        if method != "synchronize" and (method == "barrier" or _SYNC_NAME.search(method)) and self.sync_by_name(node, method):
             return HOST
         if method in self.i.sync_methods:
             self.args(node)
