@@ -189,6 +189,9 @@ BLOCKING_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__"}
 #: Builtins that turn a tensor into a host value (a blocking read for CUDA tensors).
 HOST_CONVERSIONS = {"bool", "float", "int", "print", "str", "repr", "format", "complex"}
 #: Builtins that never touch tensor data.
+#: Calls that build a callable from their arguments and run none of them.
+CALLABLE_BUILDERS = frozenset({"functools.partial"})
+
 HOST_BUILTINS = {
     "len",
     "range",
