@@ -16,6 +16,7 @@ from typing import Mapping, Optional
 
 import libcst as cst
 
+from synclint.cstwalk import source_order
 from synclint.model import FunctionModel, Op, OpKind
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
@@ -139,7 +140,119 @@ def _synchronizes(sync: Op, work: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]
     """Does ``sync``, after ``work``, wait for it, on every path through ``work``?"""
     if sync.index <= work.index or not waits_for(sync, work):
         return False
-    return dominates(sync.node, work.node, parents)
+    return dominates(sync.node, work.node, parents) or flag_guarded(sync.node, work.node, parents)
+
+
+def flag_guarded(
+    sync: cst.CSTNode, work: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """Is ``sync`` guarded only by ``if flag:`` tests whose flag is set ``True`` whenever ``work``
+    runs? NVIDIA's resiliency checkpointing copies to the host and sets ``needs_sync = True`` in
+    the same block, then calls ``torch.cuda.synchronize()`` under ``if needs_sync:``.
+
+    The flag's other assignments must all come before ``work`` and outside every loop around it
+    (a reset at the top of each iteration would leave only the last iteration covered)."""
+    around_work = set()
+    node = parents.get(work)
+    while node is not None:
+        around_work.add(id(node))
+        node = parents.get(node)
+    flags = []
+    child, node = sync, parents.get(sync)
+    while node is not None and id(node) not in around_work:
+        if isinstance(node, cst.If):
+            if child is not node.body or not isinstance(node.test, cst.Name):
+                return False
+            flags.append(node.test.value)
+        elif isinstance(node, _CONDITIONAL):
+            return False
+        child, node = node, parents.get(node)
+    if not flags:
+        return False
+    function = node
+    while function is not None and not isinstance(function, (cst.FunctionDef, cst.Module)):
+        function = parents.get(function)
+    return function is not None and all(_set_true_with(flag, work, function, parents) for flag in flags)
+
+
+def _set_true_with(
+    flag: str, work: cst.CSTNode, scope: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """Is ``flag = True`` a statement of a block around ``work`` (so it runs whenever ``work``
+    does), with every other assignment of ``flag`` before ``work`` and outside its loops?"""
+    enclosing, loops = [], []
+    node = parents.get(work)
+    while node is not None and node is not scope:
+        enclosing.append(node)
+        if isinstance(node, (cst.For, cst.While)):
+            loops.append(node)
+        node = parents.get(node)
+    set_here = set()
+    for block in enclosing:
+        if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            for statement in block.body:
+                if _assigns(statement, flag) == "True":
+                    set_here.add(id(statement))
+    if not set_here:
+        return False
+    work_start = source_order(work)
+    for statement, value in _assignments(scope, flag):
+        if id(statement) in set_here:
+            continue
+        if value is None or work_start is None:
+            return False
+        order = source_order(statement)
+        if order is None or order > work_start or _inside_any(statement, loops, parents):
+            return False
+    return True
+
+
+def _assigns(statement: cst.CSTNode, flag: str) -> Optional[str]:
+    """``"True"``/``"False"`` for ``flag = True``/``flag = False`` written as a statement line;
+    ``"other"`` for any other assignment of ``flag`` there; None when it assigns no ``flag``."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return None
+    for small in statement.body:
+        if isinstance(small, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and t.target.value == flag for t in small.targets
+        ):
+            value = small.value
+            if len(small.targets) == 1 and isinstance(value, cst.Name) and value.value in ("True", "False"):
+                return value.value
+            return "other"
+        if isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name) and small.target.value == flag:
+            return "other"
+    return None
+
+
+def _assignments(scope: cst.CSTNode, flag: str):
+    """Every statement line in ``scope`` (not in nested functions) that assigns ``flag``, with
+    ``"True"``/``"False"``, or None for any other kind of assignment (a loop target, a ``with``
+    target, a walrus count as other)."""
+    stack = [scope]
+    while stack:
+        node = stack.pop()
+        if node is not scope and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.SimpleStatementLine):
+            kind = _assigns(node, flag)
+            if kind is not None:
+                yield node, (kind if kind != "other" else None)
+        elif isinstance(node, (cst.For, cst.AsName, cst.NamedExpr)):
+            target = node.target if not isinstance(node, cst.AsName) else node.name
+            if isinstance(target, cst.Name) and target.value == flag:
+                yield node, None
+        stack.extend(node.children)
+
+
+def _inside_any(node: cst.CSTNode, containers: list, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    ids = {id(c) for c in containers}
+    node = parents.get(node)
+    while node is not None:
+        if id(node) in ids:
+            return True
+        node = parents.get(node)
+    return False
 
 
 def waits_for(sync: Op, work: Op) -> bool:
