@@ -4,6 +4,7 @@ handed. Part of :class:`~synclint.model.expressions.ExpressionEvaluator`, which 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Optional
 
 import libcst as cst
@@ -42,6 +43,15 @@ from synclint.model.values import (
 #: blocking copy.
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 
+
+
+def _handles_in(value) -> list:
+    """The ``Work`` handles in ``value``: itself, or the items of a tuple or list literal."""
+    if isinstance(value, WorkValue):
+        return [value]
+    if isinstance(value, TupleValue):
+        return [item for item in value.items if isinstance(item, WorkValue)]
+    return []
 
 class CallSemantics:
     """``ex_Call`` and the meaning of calls; ``self`` is the :class:`ExpressionEvaluator`."""
@@ -297,7 +307,8 @@ class CallSemantics:
         # An object built from tensors (`BroadcastOperation(bucket=buf)`): what its constructor
         # does is unknown, a synchronization included (see ``Op.opaque``).
         constructor = name.rsplit(".", 1)[-1][:1].isupper()
-        return self.unknown_result(node, storages, hint, opaque=constructor)
+        with self._waiting_on_handed_work(values):
+            return self.unknown_result(node, storages, hint, opaque=constructor)
 
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
         if method in ("wait_stream", "wait_event", "record_event") or (
@@ -341,8 +352,33 @@ class CallSemantics:
             return None
         storages = [s for v in values for s in storages_of(v)]
         if storages:
-            return self.unknown_result(node, storages, hint, opaque=is_opaque_method(method))
+            with self._waiting_on_handed_work(values):
+                return self.unknown_result(node, storages, hint, opaque=is_opaque_method(method))
         return None
+
+    @contextmanager
+    def _waiting_on_handed_work(self, values):
+        """A collective's ``Work`` handed, with the tensors it fills, to an unknown callee
+        (nnscaler's ``AsyncCommHandler().submit(tensor, [work])``) is the callee's to wait on
+        before it uses them: the call's own use of the tensors runs after the collective. Only
+        that use: what the caller does with them afterwards is still unordered until a wait."""
+        works = [w for v in values for w in _handles_in(v)]
+        if not works:
+            yield
+            return
+        key = self.state.current.key
+        saved = dict(self.state.vc.get(key, {}))
+        joined = self.state.stream_vc(key)
+        for work in works:
+            joined = vc_join(joined, self.i.stream_now(work.stream))
+        self.state.vc[key] = joined
+        try:
+            yield
+        finally:
+            own = self.state.vc.get(key, {}).get(key)
+            if own is not None:
+                saved[key] = max(saved.get(key, 0), own)
+            self.state.vc[key] = saved
 
     def factory(self, node: cst.Call, name: str, hint: Optional[str]):
         values = self.args(node)
