@@ -152,6 +152,9 @@ VIEW_METHODS = {
     "__getitem__",
     "requires_grad_",
     "contiguous",
+    # In place, metadata only: point the tensor at a storage, or restride it; no kernel runs.
+    "set_",
+    "as_strided_",
 }
 VIEW_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag"}
 
