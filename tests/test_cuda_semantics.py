@@ -78,3 +78,47 @@ def test_cuda_python_device_synchronize_blocks_the_host():
     runtime.cudaDeviceSynchronize()
     assert side.query()
     assert time.perf_counter() - started > 0.05
+
+
+def test_set_and_as_strided_launch_no_kernel():
+    """``api.VIEW_METHODS``: ``set_`` points a tensor at a storage and ``as_strided_`` restrides
+    it, in place, with no kernel."""
+    storage = torch.randn(4096, device="cuda")
+
+    def point():
+        x = torch.empty(0, device="cuda")
+        x.set_(storage.untyped_storage(), storage_offset=16, size=(32, 32))
+        x.as_strided_((16, 16), (16, 1))
+
+    assert _kernels(point) == []
+
+
+def test_barrier_returns_once_the_current_stream_is_done(tmp_path):
+    """``Expressions.barrier``: with NCCL, ``torch.distributed.barrier()`` returns only when the
+    current stream's work is done (a one-rank group, which is what one GPU allows)."""
+    import torch.distributed as dist
+
+    if not dist.is_nccl_available():
+        pytest.skip("no NCCL")
+    dist.init_process_group(
+        "nccl", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1,
+        device_id=torch.device("cuda", torch.cuda.current_device()),
+    )
+    try:
+        dist.barrier()  # the first one creates the communicator
+        torch.cuda.synchronize()
+        y = torch.zeros(1, device="cuda")
+        torch.cuda._sleep(SPIN)
+        y.fill_(7.0)
+        before = time.perf_counter()
+        dist.barrier()
+        waited = time.perf_counter() - before
+        done = torch.cuda.current_stream().query()
+        assert done and waited > 0.1, (done, waited)
+        torch.cuda._sleep(SPIN)
+        work = dist.barrier(async_op=True)
+        assert not torch.cuda.current_stream().query()
+        work.wait()
+        torch.cuda.synchronize()
+    finally:
+        dist.destroy_process_group()
