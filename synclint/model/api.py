@@ -191,10 +191,9 @@ METADATA = {
 BLOCKING_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__"}
 #: Builtins that turn a tensor into a host value (a blocking read for CUDA tensors).
 HOST_CONVERSIONS = {"bool", "float", "int", "print", "str", "repr", "format", "complex"}
-#: Builtins that never touch tensor data.
 #: Calls that build a callable from their arguments and run none of them.
 CALLABLE_BUILDERS = frozenset({"functools.partial"})
-
+#: Builtins that never touch tensor data.
 HOST_BUILTINS = {
     "len",
     "range",

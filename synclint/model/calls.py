@@ -44,7 +44,6 @@ from synclint.model.values import (
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 
 
-
 def _handles_in(value) -> list:
     """The ``Work`` handles in ``value``: itself, or the items of a tuple or list literal."""
     if isinstance(value, WorkValue):
@@ -52,6 +51,7 @@ def _handles_in(value) -> list:
     if isinstance(value, TupleValue):
         return [item for item in value.items if isinstance(item, WorkValue)]
     return []
+
 
 class CallSemantics:
     """``ex_Call`` and the meaning of calls; ``self`` is the :class:`ExpressionEvaluator`."""
@@ -321,7 +321,8 @@ class CallSemantics:
                 self.args(node)
                 self.sync_device(node, "unknown")
                 return HOST
-        if method != "synchronize" and (method == "barrier" or _SYNC_NAME.search(method)) and self.sync_by_name(node, method):
+        named_to_sync = method == "barrier" or _SYNC_NAME.search(method)
+        if method != "synchronize" and named_to_sync and self.sync_by_name(node, method):
             return HOST
         if method in self.i.sync_methods:
             self.args(node)

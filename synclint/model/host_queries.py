@@ -172,7 +172,9 @@ def flag_guarded(
     function = node
     while function is not None and not isinstance(function, (cst.FunctionDef, cst.Module)):
         function = parents.get(function)
-    return function is not None and all(_set_true_with(flag, work, function, parents) for flag in flags)
+    return function is not None and all(
+        _set_true_with(flag, work, function, parents) for flag in flags
+    )
 
 
 def _set_true_with(
@@ -217,10 +219,15 @@ def _assigns(statement: cst.CSTNode, flag: str) -> Optional[str]:
             isinstance(t.target, cst.Name) and t.target.value == flag for t in small.targets
         ):
             value = small.value
-            if len(small.targets) == 1 and isinstance(value, cst.Name) and value.value in ("True", "False"):
+            single = len(small.targets) == 1
+            if single and isinstance(value, cst.Name) and value.value in ("True", "False"):
                 return value.value
             return "other"
-        if isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name) and small.target.value == flag:
+        if (
+            isinstance(small, (cst.AugAssign, cst.AnnAssign))
+            and isinstance(small.target, cst.Name)
+            and small.target.value == flag
+        ):
             return "other"
     return None
 
@@ -245,7 +252,9 @@ def _assignments(scope: cst.CSTNode, flag: str):
         stack.extend(node.children)
 
 
-def _inside_any(node: cst.CSTNode, containers: list, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+def _inside_any(
+    node: cst.CSTNode, containers: list, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
     ids = {id(c) for c in containers}
     node = parents.get(node)
     while node is not None:

@@ -252,16 +252,10 @@ def _inside_timed_events(function, start, end) -> bool:
     ``start_event.elapsed_time(end_event)`` read)? Then the device's time is measured by the
     events, and the host clock measures the launch on purpose (``host_ms`` against
     ``device_ms``, a launch-overhead test)."""
-    for timing in function.ops_of(OpKind.ELAPSED_TIME):
-        if len(timing.events) != 2:
-            continue
-        first, last = timing.events
-        records = [r for r in function.ops_of(OpKind.RECORD_EVENT) if r.event is not None]
-        started = any(r.event.key == first.key and r.index < start.index for r in records)
-        ended = any(r.event.key == last.key and end.index < r.index < timing.index for r in records)
-        if started and ended:
-            return True
-    return False
+    return any(
+        recorded(first, -1, start.index) and recorded(last, end.index, timing)
+        for first, last, timing, recorded in _event_timings(function)
+    )
 
 
 def _timed_by_events(function, work) -> bool:
@@ -270,18 +264,25 @@ def _timed_by_events(function, work) -> bool:
     clock and ``copy_ms = start_evt.elapsed_time(end_evt)`` after a synchronization)? Then the
     work's device time is measured by the events, and a host delta around it measures the
     enqueue on purpose, as in GPTQModel's pinned-copy benchmarks."""
+    return any(
+        recorded(first, -1, work.index) and recorded(last, work.index, timing)
+        for first, last, timing, recorded in _event_timings(function)
+    )
+
+
+def _event_timings(function):
+    """For each ``start.elapsed_time(end)`` read: the two events' keys, the read's op index, and
+    ``recorded(key, after, before)``, which says whether the event was recorded strictly between
+    those two op indices."""
     records = [r for r in function.ops_of(OpKind.RECORD_EVENT) if r.event is not None]
+
+    def recorded(key: str, after: int, before: int) -> bool:
+        return any(r.event.key == key and after < r.index < before for r in records)
+
     for timing in function.ops_of(OpKind.ELAPSED_TIME):
-        if len(timing.events) != 2:
-            continue
-        first, last = timing.events
-        started = any(r.event.key == first.key and r.index < work.index for r in records)
-        ended = any(
-            r.event.key == last.key and work.index < r.index < timing.index for r in records
-        )
-        if started and ended:
-            return True
-    return False
+        if len(timing.events) == 2:
+            first, last = timing.events
+            yield first.key, last.key, timing.index, recorded
 
 
 def _around_a_loop(start, end) -> bool:
