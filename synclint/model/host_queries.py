@@ -91,14 +91,25 @@ def dominates(
     while node is not None:
         around_second.add(id(node))
         node = parents.get(node)
-    node = parents.get(first)
+    child, node = first, parents.get(first)
     while node is not None:
         if id(node) in around_second:
             return True
-        if isinstance(node, _CONDITIONAL):
+        if isinstance(node, _CONDITIONAL) and not _evaluated_first(node, child):
             return False
-        node = parents.get(node)
+        child, node = node, parents.get(node)
     return True
+
+
+def _evaluated_first(construct: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """Is ``child`` the part of a conditional construct that always runs: the test of an ``if``
+    (``if not torch.isfinite(loss).all(): raise``) or of ``a if test else b``, or the left
+    operand of ``and``/``or``?"""
+    if isinstance(construct, (cst.If, cst.IfExp)):
+        return child is construct.test
+    if isinstance(construct, cst.BooleanOperation):
+        return child is construct.left
+    return False
 
 
 def record_seen(
