@@ -4,7 +4,6 @@ handed. Part of :class:`~synclint.model.expressions.ExpressionEvaluator`, which 
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Optional
 
 import libcst as cst
@@ -23,7 +22,6 @@ from synclint.model.call_args import (
 )
 from synclint.model.inlining import can_inline, inline_call
 from synclint.model.resolver import canonical, dotted
-from synclint.model.state import vc_join
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
 from synclint.model.values import (
@@ -281,11 +279,8 @@ class CallSemantics:
         after what the event covers, on the current stream. No op is emitted (nothing here is an
         ``event.wait()`` a rule could judge); only the current stream's clock moves."""
         state = self.i.event_state(event)
-        if state is None or not state.recorded_by:
-            return
-        current = self.state
-        key = current.current.key
-        current.vc[key] = vc_join(current.stream_vc(key), state.vc)
+        if state is not None and state.recorded_by:
+            self.i.runs_after(self.state.current.key, state.vc)
 
     def unknown_result(self, node: cst.Call, storages: list, hint: Optional[str], opaque: bool = False):
         """The result of an unknown call given tensors: a tensor made on the current stream if
@@ -307,8 +302,7 @@ class CallSemantics:
         # An object built from tensors (`BroadcastOperation(bucket=buf)`): what its constructor
         # does is unknown, a synchronization included (see ``Op.opaque``).
         constructor = name.rsplit(".", 1)[-1][:1].isupper()
-        with self._waiting_on_handed_work(values):
-            return self.unknown_result(node, storages, hint, opaque=constructor)
+        return self._unknown_result_after_handed_work(values, node, storages, hint, constructor)
 
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
         if method in ("wait_stream", "wait_event", "record_event") or (
@@ -353,28 +347,24 @@ class CallSemantics:
             return None
         storages = [s for v in values for s in storages_of(v)]
         if storages:
-            with self._waiting_on_handed_work(values):
-                return self.unknown_result(node, storages, hint, opaque=is_opaque_method(method))
+            opaque = is_opaque_method(method)
+            return self._unknown_result_after_handed_work(values, node, storages, hint, opaque)
         return None
 
-    @contextmanager
-    def _waiting_on_handed_work(self, values):
-        """A collective's ``Work`` handed, with the tensors it fills, to an unknown callee
+    def _unknown_result_after_handed_work(self, values, node, storages, hint, opaque: bool):
+        """:meth:`unknown_result`, where a collective's ``Work`` handed with the tensors it fills
         (nnscaler's ``AsyncCommHandler().submit(tensor, [work])``) is the callee's to wait on
         before it uses them: the call's own use of the tensors runs after the collective. Only
         that use: what the caller does with them afterwards is still unordered until a wait."""
         works = [w for v in values for w in _handles_in(v)]
-        if not works:
-            yield
-            return
+        if not works:  # nearly every call: no clock to save
+            return self.unknown_result(node, storages, hint, opaque=opaque)
         key = self.state.current.key
         saved = dict(self.state.vc.get(key, {}))
-        joined = self.state.stream_vc(key)
         for work in works:
-            joined = vc_join(joined, self.i.stream_now(work.stream))
-        self.state.vc[key] = joined
+            self.i.runs_after(key, self.i.stream_now(work.stream))
         try:
-            yield
+            return self.unknown_result(node, storages, hint, opaque=opaque)
         finally:
             own = self.state.vc.get(key, {}).get(key)
             if own is not None:

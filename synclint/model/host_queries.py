@@ -16,7 +16,7 @@ from typing import Mapping, Optional
 
 import libcst as cst
 
-from synclint.cstwalk import source_order
+from synclint.cstwalk import source_order, walk
 from synclint.model import FunctionModel, Op, OpKind
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
@@ -86,11 +86,7 @@ def dominates(
 ) -> bool:
     """Does every path to ``second`` pass ``first`` (ignoring exceptions; loops run)? True when each
     conditional construct around ``first`` also contains ``second``."""
-    around_second = set()
-    node = parents.get(second)
-    while node is not None:
-        around_second.add(id(node))
-        node = parents.get(node)
+    around_second = _ancestor_ids(second, parents)
     child, node = first, parents.get(first)
     while node is not None:
         if id(node) in around_second:
@@ -163,11 +159,7 @@ def flag_guarded(
 
     The flag's other assignments must all come before ``work`` and outside every loop around it
     (a reset at the top of each iteration would leave only the last iteration covered)."""
-    around_work = set()
-    node = parents.get(work)
-    while node is not None:
-        around_work.add(id(node))
-        node = parents.get(node)
+    around_work = _ancestor_ids(work, parents)
     flags = []
     child, node = sync, parents.get(sync)
     while node is not None and id(node) not in around_work:
@@ -215,8 +207,10 @@ def _set_true_with(
         if value is None or work_start is None:
             return False
         order = source_order(statement)
-        if order is None or order > work_start or _inside_any(statement, loops, parents):
+        if order is None or order > work_start:
             return False
+        if _ancestor_ids(statement, parents).intersection(map(id, loops)):
+            return False  # reset inside a loop around the work
     return True
 
 
@@ -243,36 +237,56 @@ def _assigns(statement: cst.CSTNode, flag: str) -> Optional[str]:
     return None
 
 
-def _assignments(scope: cst.CSTNode, flag: str):
-    """Every statement line in ``scope`` (not in nested functions) that assigns ``flag``, with
-    ``"True"``/``"False"``, or None for any other kind of assignment (a loop target, a ``with``
-    target, a walrus count as other)."""
-    stack = [scope]
-    while stack:
-        node = stack.pop()
-        if node is not scope and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            continue
-        if isinstance(node, cst.SimpleStatementLine):
-            kind = _assigns(node, flag)
-            if kind is not None:
-                yield node, (kind if kind != "other" else None)
-        elif isinstance(node, (cst.For, cst.AsName, cst.NamedExpr)):
-            target = node.target if not isinstance(node, cst.AsName) else node.name
-            if isinstance(target, cst.Name) and target.value == flag:
-                yield node, None
-        stack.extend(node.children)
+def _assignments(scope: cst.CSTNode, flag: str) -> list:
+    """Every statement in ``scope`` (not in nested functions or classes) that assigns ``flag``,
+    with ``"True"``/``"False"``, or None for any other kind of assignment (a loop target, a
+    ``with`` target and a walrus count as other)."""
+    visitor = _FlagAssignments(scope, flag)
+    walk(scope, visitor)
+    return visitor.found
 
 
-def _inside_any(
-    node: cst.CSTNode, containers: list, parents: Mapping[cst.CSTNode, cst.CSTNode]
-) -> bool:
-    ids = {id(c) for c in containers}
+class _FlagAssignments(cst.CSTVisitor):
+    def __init__(self, scope: cst.CSTNode, flag: str) -> None:
+        self.scope, self.flag = scope, flag
+        self.found: list = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.scope
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        kind = _assigns(node, self.flag)
+        if kind is not None:
+            self.found.append((node, None if kind == "other" else kind))
+
+    def _target(self, node: cst.CSTNode, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name) and target.value == self.flag:
+            self.found.append((node, None))
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node, node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._target(node, node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node, node.target)
+
+
+def _ancestor_ids(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> set[int]:
+    """The ids of the nodes around ``node``."""
+    ids = set()
     node = parents.get(node)
     while node is not None:
-        if id(node) in ids:
-            return True
+        ids.add(id(node))
         node = parents.get(node)
-    return False
+    return ids
 
 
 def waits_for(sync: Op, work: Op) -> bool:

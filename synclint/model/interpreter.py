@@ -229,7 +229,12 @@ class Interpreter:
 
     def wait_stream(self, waiter: StreamValue, waited: StreamValue) -> None:
         self.note_ordering(waiter, waited)
-        self.state.vc[waiter.key] = vc_join(self.state.stream_vc(waiter.key), self.stream_now(waited))
+        self.runs_after(waiter.key, self.stream_now(waited))
+
+    def runs_after(self, key: str, vc: dict) -> None:
+        """What stream ``key`` runs from now on waits for everything ``vc`` covers (a
+        ``wait_stream``, a ``wait_event``, or a hand-off the model takes for one)."""
+        self.state.vc[key] = vc_join(self.state.stream_vc(key), vc)
 
     def host_sees(self, vc: dict) -> None:
         self.state.host_vc = vc_join(self.state.host_vc, vc)

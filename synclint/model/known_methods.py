@@ -21,7 +21,6 @@ from synclint.model.call_args import (
     mark_host,
 )
 from synclint.model.resolver import dotted
-from synclint.model.state import vc_join
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import CopyInfo, Op, OpKind, done_with
 from synclint.model.values import (
@@ -85,8 +84,7 @@ class KnownValueMethods:
         i.emit(OpKind.WAIT_EVENT, node, stream=stream, event=event, target=stream if explicit else None,
                recorded_by=state.recorded_by if state else ())
         if state is not None:
-            current = self.state
-            current.vc[stream.key] = vc_join(current.stream_vc(stream.key), state.vc)
+            i.runs_after(stream.key, state.vc)
         return HOST
 
     def _event_sync(self, node: cst.Call, event: EventValue, kind: str) -> None:
