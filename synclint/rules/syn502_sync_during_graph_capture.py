@@ -102,28 +102,45 @@ class SyncDuringGraphCapture(Rule):
 
 
 def _between_capture_calls(body) -> list[cst.CSTNode]:
-    """Statements between ``g.capture_begin()`` and ``g.capture_end()`` in one block."""
+    """Statements between ``g.capture_begin()`` and ``g.capture_end()`` in one block.
+
+    The end may be assigned (warp's ``graph = wp.capture_end()`` returns the graph) or sit in the
+    ``finally`` of a ``try`` right after the begin, where an exception must end the capture too:
+    the ``try`` is captured, what follows it is not."""
     regions: list[cst.CSTNode] = []
     inside = False
     for statement in body:
-        method = _bare_method(statement)
+        method = _capture_call(statement)
         if method == "capture_begin":
             inside = True
         elif method == "capture_end":
             inside = False
         elif inside:
             regions.append(statement)
+            if _finally_ends_capture(statement):
+                inside = False
     return regions
 
 
-def _bare_method(statement: cst.CSTNode) -> str | None:
-    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-        expr = statement.body[0]
-        if isinstance(expr, cst.Expr) and isinstance(expr.value, cst.Call):
-            func = expr.value.func
-            if isinstance(func, cst.Attribute):
-                return func.attr.value
+def _capture_call(statement: cst.CSTNode) -> str | None:
+    """``capture_begin`` or ``capture_end`` when ``statement`` is that call alone, bare or
+    assigned (``g = wp.capture_end()``)."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Call):
+        func = small.value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        if name in ("capture_begin", "capture_end"):
+            return name
     return None
+
+
+def _finally_ends_capture(statement: cst.CSTNode) -> bool:
+    final = getattr(statement, "finalbody", None) if isinstance(statement, cst.Try) else None
+    return final is not None and any(
+        _capture_call(s) == "capture_end" for s in final.body.body
+    )
 
 
 class _CapturedRegions(cst.CSTVisitor):
