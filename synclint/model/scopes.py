@@ -330,6 +330,12 @@ def _other_method_entry(op) -> bool:
 _THREAD_TARGET = re.compile(
     r"Thread\s*\((?:[^()]|\([^()]*\))*?\btarget\s*=\s*(?:self\s*\.\s*)?([A-Za-z_]\w*)"
 )
+#: The first of a thread's ``args`` when it is a name: a target that runs functions it is handed
+#: (``Thread(target=self._guarded, args=(self._transfer_loop, "transfer"))``) runs them in the
+#: thread. When the name is data (``args=(queue, device)``), no function of that name is there.
+_THREAD_ARGUMENT = re.compile(
+    r"Thread\s*\((?:[^()]|\([^()]*\))*?\bargs\s*=\s*[(\[]\s*(?:self\s*\.\s*)?([A-Za-z_]\w*)\s*[,)\]]"
+)
 
 
 def _thread_targets(text: str) -> set[str]:
@@ -338,7 +344,7 @@ def _thread_targets(text: str) -> set[str]:
     out (:mod:`synclint.slicing`)."""
     if "Thread" not in text:
         return set()
-    return set(_THREAD_TARGET.findall(text))
+    return set(_THREAD_TARGET.findall(text)) | set(_THREAD_ARGUMENT.findall(text))
 
 
 #: Methods of ``torch.nn.Module`` that no tensor has.
