@@ -92,6 +92,12 @@ POINT_TO_POINT = frozenset(
     f"torch.distributed.{name}" for name in ("send", "recv", "isend", "irecv")
 )
 
+#: Wrappers that share the tensor they are given: ``nn.Parameter(t)`` is ``t``'s storage under
+#: another type, made without a kernel or a host read (``requires_grad`` is metadata).
+ALIASING_WRAPPERS = frozenset(
+    {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
+)
+
 #: torch classes whose instances are no tensors, whatever device they name: building one is no
 #: device work (`torch.Generator(device="cuda")` handed to a pipeline is not a CUDA tensor).
 NON_TENSOR_OBJECTS = frozenset(

@@ -219,6 +219,9 @@ class CallSemantics:
         if name == "torch.device":
             self.args(node)
             return HOST
+        if name in api.ALIASING_WRAPPERS:
+            storages = [s for v in self.args(node)[:1] for s in storages_of(v)]
+            return storages[0] if storages else None
         if name.startswith("torch.cuda.") or name.startswith("torch.distributed."):
             self.args(node)
             return HOST
