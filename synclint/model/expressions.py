@@ -19,6 +19,7 @@ from synclint.model.call_args import (
     _sequence_expr,
 )
 from synclint.model.calls import CallSemantics
+from synclint.model.inlining import NOT_A_PROPERTY, read_property
 from synclint.model.known_methods import KnownValueMethods
 from synclint.model.resolver import canonical, dotted
 from synclint.model.timeline import Op, OpKind
@@ -389,8 +390,12 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         env = self.i.state.env
         if key is not None and key in env:
             return env[key]
-        base = self.ev(node.value)
         attr = node.attr.value
+        if attr in self.i.class_methods and isinstance(node.value, cst.Name) and node.value.value == "self":
+            value = read_property(self.i, node)
+            if value is not NOT_A_PROPERTY:
+                return value
+        base = self.ev(node.value)
         if isinstance(base, ModuleRef):
             return ModuleRef(canonical(f"{base.qualname}.{attr}"))
         storages = storages_of(base)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from synclint.model.call_args import is_flag_parameter
+from synclint.model.resolver import dotted
 from synclint.model.state import join
 from synclint.model.values import STORAGE_HOLDERS, Alternatives, storages_of
 
@@ -35,6 +36,64 @@ def can_inline(interp: "Interpreter", name: str) -> bool:
         and name not in interp.inline_stack
         and len(interp.inline_stack) < MAX_DEPTH
     )
+
+
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cached_property"})
+
+
+def simple_property(method: cst.FunctionDef) -> bool:
+    """Is ``method`` a property whose body is one ``return <expr>`` (a docstring aside)?
+
+    ``self.compute_stream`` of ``@property def compute_stream(self): return
+    torch.cuda.current_stream()`` is that call at each use: such properties are walked where they
+    are read, like private methods where they are called. Longer properties are left unknown
+    (reading an attribute is frequent, and a long body is rarely a stream or a tensor)."""
+    if not any(
+        dotted(decorator.decorator) in _PROPERTY_DECORATORS for decorator in method.decorators
+    ):
+        return False
+    body = method.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    statements = list(body.body)
+    if len(statements) == 2 and _is_docstring(statements[0]):
+        statements = statements[1:]
+    if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
+        return False
+    small = statements[0].body
+    return len(small) == 1 and isinstance(small[0], cst.Return) and small[0].value is not None
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def read_property(interp: "Interpreter", node: cst.Attribute):
+    """The value of ``self.<name>`` when ``name`` is a :func:`simple_property` of the class
+    (walked like an inlined call with no arguments); :data:`NOT_A_PROPERTY` otherwise."""
+    name = node.attr.value
+    method = interp.class_methods.get(name)
+    if method is None or not can_inline(interp, name) or not simple_property(method):
+        return NOT_A_PROPERTY
+    return inline_call(interp, _NO_ARGUMENTS, method)
+
+
+#: What :func:`read_property` returns for an attribute that is no simple property.
+NOT_A_PROPERTY = object()
+
+
+class _NoArguments:
+    """The call :func:`inline_call` reads arguments from, for a property: it has none."""
+
+    args = ()
+
+
+_NO_ARGUMENTS = _NoArguments()
 
 
 class _HeldBy:
