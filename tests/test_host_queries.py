@@ -36,6 +36,13 @@ def _tree(source: str):
         ("x = a if sync() else b\nwork()\n", True),
         ("while sync():\n    pass\nwork()\n", True),  # loops are taken to run
         ("try:\n    pass\nexcept E:\n    sync()\nwork()\n", False),
+        # Where CUDA is unavailable nothing ran on a device: the body of such a test counts.
+        ("if torch.cuda.is_available():\n    sync()\nwork()\n", True),
+        ("if cuda.is_initialized():\n    sync()\nelse:\n    pass\nwork()\n", True),
+        ("if torch.cuda.is_available():\n    pass\nelse:\n    sync()\nwork()\n", False),
+        ("if not torch.cuda.is_available():\n    sync()\nwork()\n", False),
+        ("if torch.cuda.is_available(0):\n    sync()\nwork()\n", False),
+        ("if mps.is_available():\n    sync()\nwork()\n", False),
     ],
 )
 def test_dominates(source, expected):

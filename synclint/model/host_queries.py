@@ -18,6 +18,7 @@ import libcst as cst
 
 from synclint.cstwalk import source_order, walk
 from synclint.model import FunctionModel, Op, OpKind
+from synclint.model.resolver import dotted
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
 #: Host synchronizations that wait for every stream (``torch.cuda.synchronize()``, a helper).
@@ -91,10 +92,34 @@ def dominates(
     while node is not None:
         if id(node) in around_second:
             return True
-        if isinstance(node, _CONDITIONAL) and not _evaluated_first(node, child):
+        if (
+            isinstance(node, _CONDITIONAL)
+            and not _evaluated_first(node, child)
+            and not _runs_wherever_there_is_a_device(node, child)
+        ):
             return False
         child, node = node, parents.get(node)
     return True
+
+
+#: The tests of ``if torch.cuda.is_available():`` (or ``is_initialized()``), however imported.
+_DEVICE_PRESENT_TESTS = ("cuda.is_available", "cuda.is_initialized")
+_DOTTED_DEVICE_PRESENT_TESTS = tuple("." + test for test in _DEVICE_PRESENT_TESTS)
+
+
+def _runs_wherever_there_is_a_device(construct: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """Is ``child`` the body of ``if torch.cuda.is_available():``? Where the test fails nothing ran
+    on a device, so a synchronization there covers every path that has device work (the model's
+    belief too: ``Interpreter.st_If``)."""
+    if not isinstance(construct, cst.If) or child is not construct.body:
+        return False
+    test = construct.test
+    if not isinstance(test, cst.Call) or test.args:
+        return False
+    name = dotted(test.func)
+    return name is not None and (
+        name in _DEVICE_PRESENT_TESTS or name.endswith(_DOTTED_DEVICE_PRESENT_TESTS)
+    )
 
 
 def _evaluated_first(construct: cst.CSTNode, child: cst.CSTNode) -> bool:

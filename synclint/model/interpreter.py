@@ -779,6 +779,9 @@ class Interpreter:
         start = self.state
         result: Optional[State] = None
         current: Optional[cst.CSTNode] = stmt
+        # `if torch.cuda.is_available(): ... else: <CPU fallback>`: the other arms run only where
+        # there is no device, so no device work is pending on them (their clocks cover it all).
+        without_device = self._device_present(stmt.test)
         while True:
             if isinstance(current, cst.If):
                 self.exprs.condition(current.test)
@@ -789,12 +792,16 @@ class Interpreter:
                     self.suite(current.body)
                 finally:
                     self.guards.pop()
+                if without_device and current is not stmt:
+                    self._nothing_on_the_device()
                 result = self.state if result is None else join(result, self.state)
                 self.state = failed_tests
                 current = current.orelse
             else:
                 if current is not None:
                     self.suite(current.body)
+                if without_device:
+                    self._nothing_on_the_device()
                 result = join(result, self.state) if result is not None else self.state
                 break
         self.state = result if result is not None else start
@@ -824,6 +831,17 @@ class Interpreter:
                 if stream is not None:
                     return stream.key
         return None
+
+    def _nothing_on_the_device(self) -> None:
+        """On a path where CUDA is unavailable nothing ran on a device: what the clocks say is
+        pending there is vacuous. The host is taken to have seen it all, so that joining this
+        path keeps the device path's facts (no synchronization op is emitted: none was written)."""
+        total: dict = {}
+        for key in set(self.counters) | set(self.state.vc):
+            total = vc_join(total, self.state.vc.get(key, {}))
+            if self.counters.get(key):
+                total[key] = max(total.get(key, 0), self.counters[key])
+        self.state.host_vc = vc_join(self.state.host_vc, total)
 
     def _device_present(self, test: cst.BaseExpression) -> bool:
         """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test."""
