@@ -132,7 +132,10 @@ class CallSemantics:
             label = hint or "stream"
             # One creation site is one stream identity (both analysed loop iterations share it).
             key = label if "." in label else f"{label}@{i.site_number(node)}"
-            stream = StreamValue(key, f"stream `{label}`", "created", node)
+            # `ExternalStream(ptr)` wraps a stream made elsewhere, maybe the current one
+            # (`ExternalStream(torch.cuda.current_stream().cuda_stream)`): of uncertain identity.
+            origin = "external" if name == "torch.cuda.ExternalStream" else "created"
+            stream = StreamValue(key, f"stream `{label}`", origin, node)
             i.emit(OpKind.CREATE_STREAM, node, qualname=name, target=stream)
             return stream
         if name in api.EVENT_FACTORIES:

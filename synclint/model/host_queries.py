@@ -33,7 +33,7 @@ def is_cuda_work(op: Op) -> bool:
         return False
     if op.kind == OpKind.COLLECTIVE:
         return True
-    if op.stream.origin in ("created", "attribute") and not op.stream.is_default:
+    if op.stream.origin in ("created", "attribute", "external") and not op.stream.is_default:
         return True
     if op.copy is not None and op.copy.direction in ("h2d", "d2h", "d2d"):
         return True

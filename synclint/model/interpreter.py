@@ -674,7 +674,7 @@ class Interpreter:
                 value.escapes = True
             if key is not None:
                 if key.startswith(("self.", "cls.")):
-                    if isinstance(value, StreamValue) and value.origin == "created" and "@" in value.key:
+                    if isinstance(value, StreamValue) and value.origin in ("created", "external") and "@" in value.key:
                         # A stream stored in an attribute is known by the attribute's name.
                         value.label = f"stream `{key}`"
             else:

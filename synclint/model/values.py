@@ -17,7 +17,7 @@ HOST_NAME = re.compile(r"(^|_)(cpu|host|pinned)(_|$)", re.IGNORECASE)
 
 #: How sure we are of a stream's identity. Only streams whose origins make them provably distinct
 #: are compared for hazards (precision first): see :meth:`StreamValue.distinct_from`.
-ORIGINS = ("default", "created", "attribute", "parameter", "unknown", "collective")
+ORIGINS = ("default", "created", "attribute", "parameter", "unknown", "collective", "external")
 
 
 @dataclass(eq=False)
