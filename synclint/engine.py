@@ -21,6 +21,7 @@ import libcst as cst
 from synclint.astscan import python_parse
 from synclint.cstwalk import register
 from synclint.diagnostics import Diagnostic, unparsable
+from synclint.expected_failures import outside_expected_failures
 from synclint.rules.base import Rule, RuleContext
 from synclint.rules.registry import all_rules
 from synclint.settings import AnalysisSettings
@@ -114,7 +115,7 @@ def run_rules(
     # One finding per code, place and message: a hazard reached along two paths (its last
     # reference dying at the end of a block and at the return) is one thing for the reader.
     unique: dict[tuple, Diagnostic] = {}
-    for diagnostic in found:
+    for diagnostic in outside_expected_failures(found, ctx):
         unique.setdefault((diagnostic.code, diagnostic.span, diagnostic.message), diagnostic)
     return sorted(unique.values(), key=Diagnostic.sort_key)
 
