@@ -239,6 +239,9 @@ HOST_BUILTINS = {
     "open",
     "globals",
     "locals",
+    # A weak reference holds no data and reads none (nor does it keep the memory alive).
+    "weakref.ref",
+    "weakref.proxy",
 }
 #: Calls on unknown receivers that store their argument (the reference outlives the function).
 STORING_METHODS = {"append", "extend", "insert", "add", "put", "put_nowait", "setdefault", "update",

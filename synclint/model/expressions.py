@@ -38,6 +38,9 @@ from synclint.model.values import (
     storages_of,
 )
 
+#: Modules other than torch whose functions the model knows (:mod:`synclint.model.api`).
+_KNOWN_MODULES = ("time", "timeit", "weakref")
+
 if TYPE_CHECKING:  # pragma: no cover
     from synclint.model.interpreter import Interpreter
 
@@ -368,8 +371,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if node.value in ("True", "False", "None"):
             return HOST
         name = self.i.resolver.qualify(node)
-        if name and (name.startswith("torch") or name.split(".")[0] in ("time", "timeit")):
-            return ModuleRef(name)  # time/timeit: so that `time.perf_counter()` is a HOST_CLOCK
+        if name and (name.startswith("torch") or name.split(".")[0] in _KNOWN_MODULES):
+            # time/timeit: so that `time.perf_counter()` is a HOST_CLOCK; weakref: `weakref.ref`
+            return ModuleRef(name)
         return None
 
     def ex_Integer(self, node):
