@@ -133,8 +133,10 @@ class CallSemantics:
             # One creation site is one stream identity (both analysed loop iterations share it).
             key = label if "." in label else f"{label}@{i.site_number(node)}"
             # `ExternalStream(ptr)` wraps a stream made elsewhere, maybe the current one
-            # (`ExternalStream(torch.cuda.current_stream().cuda_stream)`): of uncertain identity.
-            origin = "external" if name == "torch.cuda.ExternalStream" else "created"
+            # (`ExternalStream(torch.cuda.current_stream().cuda_stream)`): of uncertain identity,
+            # unless the file makes raw streams to wrap (`cudaStreamCreate()`).
+            external = name == "torch.cuda.ExternalStream" and not i.external_streams_are_new
+            origin = "external" if external else "created"
             stream = StreamValue(key, f"stream `{label}`", origin, node)
             i.emit(OpKind.CREATE_STREAM, node, qualname=name, target=stream)
             return stream

@@ -163,6 +163,8 @@ class Interpreter:
         self.returned_stream = False
         #: Methods of the enclosing class, walked at their call sites (:mod:`.inlining`).
         self.class_methods: dict[str, cst.FunctionDef] = {}
+        #: ``torch.cuda.ExternalStream(ptr)`` wraps a stream this file created (``_Builder``).
+        self.external_streams_are_new = False
         self.inline_stack: list[str] = []
         self.inline_returns: list[list] = []
         self.inline_keep: list[Callable[[], set[int]]] = []  # see inlining._HeldBy

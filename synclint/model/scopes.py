@@ -76,6 +76,9 @@ class _Builder:
         text = source if source is not None else module.code
         self.thread_targets = _thread_targets(text)
         self.module_names = module_names(text)
+        #: The file makes raw CUDA streams (cuda-python's ``cudaStreamCreate``, the driver's
+        #: ``cuStreamCreate``): an ``ExternalStream`` here wraps one of them, a new stream.
+        self.creates_raw_streams = "StreamCreate" in text
 
     def interpreter(
         self, model: FunctionModel, counters: dict, attributes=None, summaries=None
@@ -84,6 +87,7 @@ class _Builder:
         interp = Interpreter(model, self.resolver, self.settings, summaries, counters, attributes)
         interp.model_code = self.code_for
         interp.module_names = self.module_names
+        interp.external_streams_are_new = self.creates_raw_streams
         if model.name.rsplit(".", 1)[-1] in self.thread_targets:
             interp.from_callers_stream = False
         self.interpreters.append(interp)
