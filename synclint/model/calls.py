@@ -234,6 +234,11 @@ class CallSemantics:
             return self.torch_function(node, name, hint)
         return self.unknown_call(node, hint)
 
+    def local_list(self, node: cst.BaseExpression) -> bool:
+        """Is ``node`` a name bound in this function to a list literal (``recv = []``), whose
+        elements are then exactly what the function puts there?"""
+        return isinstance(node, cst.Name) and isinstance(self.state.env.get(node.value), TupleValue)
+
     def names_a_module(self, node: cst.BaseExpression) -> bool:
         """Is ``node`` a name the file calls ``nn.Module``-only methods on (``model.eval()``)?"""
         names = self.i.module_names
@@ -345,7 +350,9 @@ class CallSemantics:
             return storage
         values = self.args(node)
         self.handed_to_unknown(node, values, method)
-        if method in ("append", "insert") and values and any(isinstance(v, WorkValue) for v in values):
+        if method in ("append", "insert") and values and (
+            any(isinstance(v, WorkValue) for v in values) or self.local_list(func.value)
+        ):
             self.i.keep_in_container(func.value, values[-1])
         if method in api.STORING_METHODS:
             for value in values:

@@ -343,7 +343,11 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 return kept
             element = self._element_of(iterable, target)
             works = _works_among((element, kept))
-            return works if works is not None else element
+            if works is not None:
+                return works
+            if isinstance(iterable, TupleValue) and not iterable.items:
+                return kept  # `recv = []` filled here with `recv.append(t)`: exactly those
+            return element
         return self._element_of(iterable, target)
 
     def _element_of(self, iterable, target: cst.BaseExpression):

@@ -932,8 +932,15 @@ class Interpreter:
             # self.send_ops:`) were made before this call: the caller's values.
             self.param_elements.update(_target_names(stmt.target))
 
+        enumerated = _enumerated(stmt)
+
         def body() -> None:
-            self.assign(stmt.target, self.exprs.element_of(iterable, stmt.target, stmt.iter), stmt)
+            if enumerated is None:
+                self.assign(stmt.target, self.exprs.element_of(iterable, stmt.target, stmt.iter), stmt)
+            else:  # `for i, t in enumerate(xs)`: `t` is what `for t in xs` binds
+                counter, target, source = enumerated
+                self.assign(counter, HOST, stmt)
+                self.assign(target, self.exprs.element_of(self.exprs.ev(source), target, source), stmt)
             self.suite(stmt.body)
 
         self.loop(body)
@@ -1086,3 +1093,21 @@ class Interpreter:
             h for h in self.model.lifetime_hazards
             if h.storage.tensor and not h.storage.on_host and not no_later_work(h)
         ]
+
+
+def _enumerated(stmt: cst.For):
+    """(counter, element target, the sequence) of ``for i, t in enumerate(xs):``, else None."""
+    call, target = stmt.iter, stmt.target
+    if not (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Name)
+        and call.func.value == "enumerate"
+        and len(call.args) == 1
+        and call.args[0].keyword is None
+        and not call.args[0].star
+        and isinstance(target, (cst.Tuple, cst.List))
+        and len(target.elements) == 2
+        and not any(isinstance(e, cst.StarredElement) for e in target.elements)
+    ):
+        return None
+    return target.elements[0].value, target.elements[1].value, call.args[0].value
