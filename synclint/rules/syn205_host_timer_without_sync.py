@@ -152,8 +152,10 @@ class HostTimerWithoutSync(Rule):
                 if subtractions is None:
                     subtractions = _Subtractions.of(function.node)
                 bound = _bound_key(end.node, parents)
-                if subtractions.only_subtracted(bound):
-                    continue  # `bwd_start = time.time()`: it starts an interval, it ends none
+                if subtractions.only_subtracted(bound) or subtractions.never_read(bound):
+                    # `bwd_start = time.time()`: it starts an interval, it ends none; and a
+                    # reading bound to a name nothing reads (a leftover) measures nothing.
+                    continue
                 earlier = [c for c in clocks if c.index < end.index and c.node is not end.node]
                 since = _subtrahend(end.node, bound, parents, subtractions)
                 if since is not None:
@@ -353,6 +355,9 @@ class _Subtractions(cst.CSTVisitor):
         self.subtrahends: set[str] = set()
         #: ``t1`` -> ``t0`` for the first ``t1 - t0`` (names, or dotted attributes on the right).
         self.subtracted_from: dict[str, str] = {}
+        #: Every name read somewhere in the scope (not only assigned), nested scopes included.
+        self.read: set[str] = set()
+        self._targets: set[int] = set()
 
     @classmethod
     def of(cls, scope: cst.CSTNode) -> "_Subtractions":
@@ -374,8 +379,20 @@ class _Subtractions(cst.CSTVisitor):
         if isinstance(node.operator, cst.SubtractAssign) and isinstance(node.value, cst.Name):
             self.subtrahends.add(node.value.value)
 
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name):
+            self._targets.add(id(node.target))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._targets:
+            self.read.add(node.value)
+
     def only_subtracted(self, name: str | None) -> bool:
         return name is not None and name in self.subtrahends and name not in self.minuends
+
+    def never_read(self, name: str | None) -> bool:
+        """Is ``name`` a plain name the scope assigns and never reads?"""
+        return name is not None and "." not in name and name not in self.read
 
 
 def insert_sync(
