@@ -48,6 +48,16 @@ def _stored_into_a_pool(ctx: RuleContext, argument: cst.Arg) -> bool:
     )
 
 
+def _counted(loop: cst.For) -> bool:
+    """``for _ in range(n):``: a loop that counts, over no data."""
+    call = loop.iter
+    return (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Name)
+        and call.func.value == "range"
+    )
+
+
 def _names(node: cst.CSTNode) -> set[str]:
     visitor = _Names()
     walk(node, visitor)
@@ -130,6 +140,14 @@ class StreamCreatedInLoop(Rule):
         stream nothing uses are set-up, not per-iteration work."""
         assign = next((a for a in ctx.positions.ancestors(call) if isinstance(a, cst.Assign)), None)
         loop = next((a for a in ctx.positions.ancestors(call) if isinstance(a, (cst.For, cst.While))), None)
+        parent = ctx.positions.parent(call)
+        if (
+            isinstance(parent, cst.Arg)
+            and _stored_into_a_pool(ctx, parent)
+            and isinstance(loop, cst.For)
+            and _counted(loop)
+        ):
+            return True  # `for _ in range(n): pool.append(Stream())`: a pool of n streams
         if assign is None or loop is None or not isinstance(assign.targets[0].target, cst.Name):
             return assign is not None and not isinstance(assign.targets[0].target, cst.Name)
         name = assign.targets[0].target.value
