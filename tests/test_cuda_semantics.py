@@ -93,6 +93,37 @@ def test_set_and_as_strided_launch_no_kernel():
     assert _kernels(point) == []
 
 
+def test_parameter_shares_a_pending_copy_destination_without_waiting():
+    """``api.ALIASING_WRAPPERS``: ``nn.Parameter(t)`` shares ``t``'s storage, launches no kernel
+    and does not wait for a copy still filling ``t`` (so it is no host read, SYN301)."""
+    src = torch.randn(1 << 20, device="cuda")
+    dst = torch.empty(1 << 20, pin_memory=True)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(SPIN)
+    dst.copy_(src, non_blocking=True)
+    before = time.perf_counter()
+    param = torch.nn.Parameter(dst, requires_grad=True)
+    waited = time.perf_counter() - before
+    pending = not torch.cuda.current_stream().query()
+    torch.cuda.synchronize()
+    assert param.data_ptr() == dst.data_ptr()
+    assert pending and waited < 0.05, (pending, waited)
+    assert _kernels(lambda: torch.nn.Parameter(dst)) == []
+
+
+def test_external_stream_of_the_current_handle_is_the_current_stream():
+    """``CallSemantics.qualified_call``: an ``ExternalStream`` may wrap the current stream, so its
+    identity is uncertain (work on one is ordered with work on the other)."""
+    torch.cuda.synchronize()
+    with torch.cuda.stream(torch.cuda.Stream()):  # a made stream: handle 0 is a special case
+        current = torch.cuda.current_stream()
+        wrapped = torch.cuda.ExternalStream(current.cuda_stream)
+        torch.cuda._sleep(SPIN)
+        assert not wrapped.query()
+        wrapped.synchronize()
+        assert current.query()
+
+
 def test_barrier_returns_once_the_current_stream_is_done(tmp_path):
     """``Expressions.barrier``: with NCCL, ``torch.distributed.barrier()`` returns only when the
     current stream's work is done (a one-rank group, which is what one GPU allows)."""
