@@ -243,12 +243,16 @@ class Interpreter:
         self.synchronized = True
 
     def host_sync_all(self) -> None:
+        self.host_sees(self._everything_issued())
+
+    def _everything_issued(self) -> dict:
+        """The clock that covers every op issued so far, on every stream."""
         total: dict = {}
         for key in set(self.counters) | set(self.state.vc):
             total = vc_join(total, self.state.vc.get(key, {}))
             if self.counters.get(key):
                 total[key] = max(total.get(key, 0), self.counters[key])
-        self.host_sees(total)
+        return total
 
     def record_event(self, event: EventValue, stream: StreamValue, op: Op) -> None:
         self.state.events[event.key] = EventState(self.stream_now(stream), (op,), stream)
@@ -676,7 +680,8 @@ class Interpreter:
                 value.escapes = True
             if key is not None:
                 if key.startswith(("self.", "cls.")):
-                    if isinstance(value, StreamValue) and value.origin in ("created", "external") and "@" in value.key:
+                    constructed = isinstance(value, StreamValue) and value.origin in ("created", "external")
+                    if constructed and "@" in value.key:
                         # A stream stored in an attribute is known by the attribute's name.
                         value.label = f"stream `{key}`"
             else:
@@ -837,13 +842,9 @@ class Interpreter:
     def _nothing_on_the_device(self) -> None:
         """On a path where CUDA is unavailable nothing ran on a device: what the clocks say is
         pending there is vacuous. The host is taken to have seen it all, so that joining this
-        path keeps the device path's facts (no synchronization op is emitted: none was written)."""
-        total: dict = {}
-        for key in set(self.counters) | set(self.state.vc):
-            total = vc_join(total, self.state.vc.get(key, {}))
-            if self.counters.get(key):
-                total[key] = max(total.get(key, 0), self.counters[key])
-        self.state.host_vc = vc_join(self.state.host_vc, total)
+        path keeps the device path's facts (no synchronization op is emitted: none was written,
+        and unlike :meth:`host_sees` nothing is marked as synchronized)."""
+        self.state.host_vc = vc_join(self.state.host_vc, self._everything_issued())
 
     def _device_present(self, test: cst.BaseExpression) -> bool:
         """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test."""
