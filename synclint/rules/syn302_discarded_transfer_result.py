@@ -50,6 +50,8 @@ class DiscardedTransferResult(Rule):
                 continue  # maybe an nn.Module (moved in place) or something else: say nothing
             if _fresh_factory_tensor(func.value, import_resolver(ctx)):
                 continue  # `torch.zeros(1).cuda()`: a warm-up or a device probe, on purpose
+            if _probed(ctx, statement):
+                continue  # `try: x.to(torch.bfloat16) except ...:`: does the device support it?
             receiver = ctx.code_for(func.value)
             method = func.attr.value
             if _plain(func.value):
@@ -99,6 +101,16 @@ class _BareCalls(cst.CSTVisitor):
     def visit_Expr(self, node: cst.Expr) -> None:
         if isinstance(node.value, cst.Call):
             self.found.append(node)
+
+
+def _probed(ctx: RuleContext, statement: cst.Expr) -> bool:
+    """Is ``statement`` written straight in the body of a ``try`` that handles exceptions? There a
+    conversion thrown away is a probe (InvokeAI checks that a device can upcast fp8 storage by
+    trying it): it is run to see whether it raises, not for its result."""
+    line = ctx.positions.parent(statement)
+    block = ctx.positions.parent(line) if line is not None else None
+    construct = ctx.positions.parent(block) if block is not None else None
+    return isinstance(construct, cst.Try) and construct.body is block and bool(construct.handlers)
 
 
 def _bare_calls(module: cst.Module) -> list[cst.Expr]:
