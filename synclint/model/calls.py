@@ -515,4 +515,4 @@ class CallSemantics:
         for storage in outputs:
             storage.tensor = True
             i.access(op, storage, "write")
-        return WorkValue(stream, node)
+        return WorkValue(stream, node, conditional=bool(i.guards))

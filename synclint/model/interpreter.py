@@ -38,10 +38,12 @@ from synclint.model.values import (
     HOST,
     HOST_NAME,
     STORAGE_HOLDERS,
+    Alternatives,
     EventValue,
     Storage,
     StreamValue,
     TupleValue,
+    WorkValue,
     default_stream,
     holds_work,
     storages_of,
@@ -81,6 +83,25 @@ def _target_names(target: cst.BaseExpression) -> set:
     if isinstance(target, (cst.Tuple, cst.List)):
         return {n for e in target.elements for n in _target_names(e.value)}
     return set()
+
+
+def _waited_names(body: cst.BaseSuite) -> list[str]:
+    """The plain names ``body`` calls ``.wait()`` on in its own statements (``handle.wait()``)."""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else (body,)
+    names = []
+    for line in lines:
+        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            continue
+        for small in line.body:
+            call = small.value if isinstance(small, cst.Expr) else None
+            if (
+                isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "wait"
+                and isinstance(call.func.value, cst.Name)
+            ):
+                names.append(call.func.value.value)
+    return names
 
 
 def _only_waits_on(body: cst.BaseSuite, name: str) -> bool:
@@ -777,6 +798,9 @@ class Interpreter:
         optional = _optional_tested(stmt)
         if optional is not None:
             return self._optional_branch(stmt, optional)
+        handle = self._conditional_work_waited(stmt)
+        if handle is not None:
+            return self._optional_branch(stmt, handle, waited_on_every_path=True)
         if stmt.orelse is None and self._device_present(stmt.test):
             # `if torch.cuda.is_initialized(): event.synchronize()`: where the test fails there is
             # no device work at all, so what the branch does (a synchronization) holds after it.
@@ -878,12 +902,31 @@ class Interpreter:
                     result.events[key] = event
         self.state = result
 
-    def _optional_branch(self, stmt: cst.If, key: str) -> None:
+    def _conditional_work_waited(self, stmt: cst.If) -> Optional[str]:
+        """``if self.training and dist.is_initialized(): handle.wait()``, no ``else``, where the
+        local ``handle`` holds only ``Work`` started under an ``if`` (VAR's quantizer): the name
+        of the handle, or None.
+
+        The handle exists only where its ``if`` was taken, so code that waits on it under another
+        test must mean the same condition (where the two differ it would fail on an unbound name
+        or a stale handle): the wait is taken to cover every path the work was started on."""
+        if stmt.orelse is not None:
+            return None
+        for name in _waited_names(stmt.body):
+            value = self.state.env.get(name)
+            values = value.values if isinstance(value, Alternatives) else (value,)
+            works = [v for v in values if isinstance(v, WorkValue)]
+            if works and len(works) == len(values) and all(w.conditional for w in works):
+                return name
+        return None
+
+    def _optional_branch(self, stmt: cst.If, key: str, waited_on_every_path: bool = False) -> None:
         """``if s is not None: s.wait_stream(current)`` (no ``else``), then ``with stream(s):``.
 
         Where ``s`` is None, ``torch.cuda.stream(None)`` changes nothing: the block runs on the
         current stream, ordered as if the wait had been made. So what the guarded arm made ``s``
-        wait for holds after the join; every other clock is joined as usual."""
+        wait for holds after the join; every other clock is joined as usual.
+        ``waited_on_every_path``: see :meth:`_conditional_work_waited`."""
         self.exprs.condition(stmt.test)
         start = self.state
         self.state = start.copy()
@@ -896,7 +939,9 @@ class Interpreter:
         result = join(taken, start)
         if not taken.dead and key in taken.vc:
             result.vc[key] = vc_join(result.vc.get(key, {}), taken.vc[key])
-        if not taken.dead and holds_work(start.env.get(key)) and _only_waits_on(stmt.body, key):
+        if not taken.dead and holds_work(start.env.get(key)) and (
+            waited_on_every_path or _only_waits_on(stmt.body, key)
+        ):
             # `if recv_req is not None: recv_req.wait()`: where the handle is None, no work was
             # issued through it, so what waiting on it orders holds on both paths.
             for stream_key, vc in taken.vc.items():

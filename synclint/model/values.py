@@ -129,6 +129,8 @@ class WorkValue:
 
     stream: StreamValue
     node: cst.CSTNode
+    #: Started under an ``if`` (``if dist.is_initialized(): handle = all_reduce(...)``).
+    conditional: bool = False
 
 
 @dataclass(eq=False)
