@@ -340,7 +340,7 @@ class CallSemantics:
             if event is not None:
                 return self.event_method(node, event, method)
         if isinstance(func.value, cst.Name) and func.value.value == "self" and can_inline(self.i, method):
-            return inline_call(self.i, node, self.i.class_methods[method])
+            return inline_call(self.i, node.args, self.i.class_methods[method])
         if isinstance(func.value, cst.Name) and func.value.value == "self" and method in self.i.method_returns:
             self.args(node)
             stream = self.i.method_returns[method]

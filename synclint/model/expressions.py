@@ -335,7 +335,8 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
 
         Handles appended to the list (``works.append(dist.all_reduce(..., async_op=True))``, kept
         under ``works[]``) are elements too, beside those of the literal it was bound to (``works
-        = []``, perhaps appended to only on some paths)."""
+        = []``, perhaps appended to only on some paths). Of a list bound to ``[]`` here, what was
+        appended is all there is."""
         key = dotted(source) if source is not None else None
         kept = self.state.env.get(key + "[]") if key is not None else None
         if kept is not None:

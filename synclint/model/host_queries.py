@@ -17,7 +17,7 @@ from typing import Mapping, Optional
 import libcst as cst
 
 from synclint.cstwalk import source_order, walk
-from synclint.model import FunctionModel, Op, OpKind
+from synclint.model import FunctionModel, Op, OpKind, api
 from synclint.model.resolver import dotted
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
@@ -102,8 +102,10 @@ def dominates(
     return True
 
 
-#: The tests of ``if torch.cuda.is_available():`` (or ``is_initialized()``), however imported.
-_DEVICE_PRESENT_TESTS = ("cuda.is_available", "cuda.is_initialized")
+#: The tests of ``if torch.cuda.is_available():`` (or ``is_initialized()``), however ``torch`` is
+#: imported (``api.DEVICE_PRESENT`` without its ``torch.``: only the parents are known here, no
+#: resolver).
+_DEVICE_PRESENT_TESTS = tuple(sorted(name.split(".", 1)[1] for name in api.DEVICE_PRESENT))
 _DOTTED_DEVICE_PRESENT_TESTS = tuple("." + test for test in _DEVICE_PRESENT_TESTS)
 
 

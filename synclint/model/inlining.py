@@ -12,7 +12,7 @@ this way (see :mod:`synclint.model.scopes`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
@@ -80,20 +80,11 @@ def read_property(interp: "Interpreter", node: cst.Attribute):
     method = interp.class_methods.get(name)
     if method is None or not can_inline(interp, name) or not simple_property(method):
         return NOT_A_PROPERTY
-    return inline_call(interp, _NO_ARGUMENTS, method)
+    return inline_call(interp, (), method)
 
 
 #: What :func:`read_property` returns for an attribute that is no simple property.
 NOT_A_PROPERTY = object()
-
-
-class _NoArguments:
-    """The call :func:`inline_call` reads arguments from, for a property: it has none."""
-
-    args = ()
-
-
-_NO_ARGUMENTS = _NoArguments()
 
 
 class _HeldBy:
@@ -114,11 +105,12 @@ class _HeldBy:
         return self._ids
 
 
-def inline_call(interp: "Interpreter", call: cst.Call, method: cst.FunctionDef):
-    """Walk ``method`` at ``call``; return the value it returns (or None)."""
+def inline_call(interp: "Interpreter", args: Sequence[cst.Arg], method: cst.FunctionDef):
+    """Walk ``method`` as called with ``args`` (a call's, or none for a property); return the
+    value it returns (or None)."""
     exprs = interp.exprs
-    positional = [exprs.ev(arg.value) for arg in call.args if arg.keyword is None and not arg.star]
-    keywords = {arg.keyword.value: exprs.ev(arg.value) for arg in call.args if arg.keyword is not None}
+    positional = [exprs.ev(arg.value) for arg in args if arg.keyword is None and not arg.star]
+    keywords = {arg.keyword.value: exprs.ev(arg.value) for arg in args if arg.keyword is not None}
     params = list(method.params.posonly_params) + list(method.params.params)
     if params and params[0].name.value in ("self", "cls"):
         params = params[1:]

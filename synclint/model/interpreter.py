@@ -85,41 +85,35 @@ def _target_names(target: cst.BaseExpression) -> set:
     return set()
 
 
-def _waited_names(body: cst.BaseSuite) -> list[str]:
-    """The plain names ``body`` calls ``.wait()`` on in its own statements (``handle.wait()``)."""
+def _waits_in(body: cst.BaseSuite) -> list[Optional[str]]:
+    """For each statement of ``body`` itself, in order: the receiver of ``<receiver>.wait()`` when
+    that is the whole statement (``handle.wait()``), else None (any other statement, or a
+    compound one)."""
     lines = body.body if isinstance(body, cst.IndentedBlock) else (body,)
-    names = []
+    receivers: list[Optional[str]] = []
     for line in lines:
         if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            receivers.append(None)
             continue
         for small in line.body:
             call = small.value if isinstance(small, cst.Expr) else None
-            if (
+            waits = (
                 isinstance(call, cst.Call)
                 and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value == "wait"
-                and isinstance(call.func.value, cst.Name)
-            ):
-                names.append(call.func.value.value)
-    return names
+            )
+            receivers.append(dotted(call.func.value) if waits else None)
+    return receivers
+
+
+def _waited_names(body: cst.BaseSuite) -> list[str]:
+    """The plain names ``body`` calls ``.wait()`` on in its own statements (``handle.wait()``)."""
+    return [r for r in _waits_in(body) if r is not None and "." not in r]
 
 
 def _only_waits_on(body: cst.BaseSuite, name: str) -> bool:
     """Is ``body`` nothing but ``name.wait()`` calls?"""
-    lines = body.body if isinstance(body, cst.IndentedBlock) else (body,)
-    for line in lines:
-        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            return False
-        for small in line.body:
-            call = small.value if isinstance(small, cst.Expr) else None
-            if not (
-                isinstance(call, cst.Call)
-                and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "wait"
-                and dotted(call.func.value) == name
-            ):
-                return False
-    return True
+    return all(receiver == name for receiver in _waits_in(body))
 
 
 class FunctionSummary:
@@ -752,7 +746,9 @@ class Interpreter:
     def keep_in_container(self, container: cst.BaseExpression, value) -> None:
         """``works[i] = dist.all_reduce(..., async_op=True)`` / ``works.append(...)``: remember the
         handles under ``works[]`` so that ``works[i].wait()`` and ``for w in works: w.wait()`` find
-        them (every handle stored there is taken to be waited: precision first)."""
+        them (every handle stored there is taken to be waited: precision first). Also what is
+        appended to a list bound to ``[]`` in this function (``CallSemantics.local_list``): its
+        elements are exactly those."""
         key = dotted(container)
         if key is None:
             return

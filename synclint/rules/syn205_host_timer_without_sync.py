@@ -228,8 +228,9 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
     around_end = {id(a) for a in ancestors(ctx, end.node)}
     first, second = source_order(start.node), source_order(end.node)
     starts_later_in_body = first is not None and second is not None and first > second
-    syncs = [
-        s for s in function.ops_of(OpKind.HOST_SYNC)
+    around_syncs = [
+        {id(a) for a in ancestors(ctx, s.node)}
+        for s in function.ops_of(OpKind.HOST_SYNC)
         if s.sync_kind in _LOOP_ANCHORS
         and waits_for(s, work)
         and dominates(s.node, work.node, parents)
@@ -243,7 +244,7 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
             ends_inside = id(loop) in around_end
             if not (ends_inside and (id(loop) not in around_start or starts_later_in_body)):
                 continue
-        if any(any(a is loop.body for a in ancestors(ctx, s.node)) for s in syncs):
+        if any(id(loop.body) in around for around in around_syncs):
             return True
     return False
 
