@@ -481,6 +481,11 @@ class CallSemantics:
                 first_positional = False
         asynchronous = _is_true(_keyword(node, "async_op")) or name in api.ALWAYS_ASYNC_COLLECTIVES
         inputs = [s for s in storages if s not in outputs]
+        if storages and all(s.root.on_host for s in storages):
+            # Every tensor is on the host (`torch.ones(shape)`): a host backend (gloo, MPI) runs
+            # it, on no CUDA stream, and its `Work.wait()` blocks the host. Host accesses only.
+            self.tensor_op(node, reads=inputs, writes=outputs)
+            return None
         for storage in storages:
             # ProcessGroupNCCL records its tensors on its internal stream (or stashes them in the
             # Work) until the collective completes: the allocator cannot reuse them early.
