@@ -139,6 +139,8 @@ class CallSemantics:
             origin = "external" if external else "created"
             stream = StreamValue(key, f"stream `{label}`", origin, node)
             i.emit(OpKind.CREATE_STREAM, node, qualname=name, target=stream)
+            if "@" in key:
+                self.state.born = self.state.born | {key}
             return stream
         if name in api.EVENT_FACTORIES:
             self.args(node)

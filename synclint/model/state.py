@@ -52,6 +52,9 @@ class State:
     events: dict = field(default_factory=dict)  # event key -> EventState
     history: dict = field(default_factory=dict)  # storage id -> tuple[Access, ...]
     dead: bool = False
+    #: Streams made on this path (keys of creation sites, ``copy_stream@3``). A join keeps the
+    #: clock of a stream made on one arm only: on the other, that stream does not exist yet.
+    born: frozenset = frozenset()
 
     def copy(self) -> "State":
         return State(
@@ -62,6 +65,7 @@ class State:
             events={k: EventState(dict(e.vc), e.recorded_by, e.stream) for k, e in self.events.items()},
             history=dict(self.history),  # values are tuples: shared until changed
             dead=self.dead,
+            born=self.born,
         )
 
     def stream_vc(self, key: str) -> dict:
@@ -85,7 +89,7 @@ def join(a: State, b: State) -> State:
     if b.dead:
         return a.copy()
     # Not a.copy(): the clocks and events are rebuilt below from both sides.
-    out = State(current=a.current, env=dict(a.env), history=dict(a.history))
+    out = State(current=a.current, env=dict(a.env), history=dict(a.history), born=a.born | b.born)
     # Most names are bound to the same object on both paths: find the others in one pass.
     env, mine_of = out.env, a.env.get
     for name, value in [(n, v) for n, v in b.env.items() if mine_of(n, _MISSING) is not v]:
@@ -97,6 +101,16 @@ def join(a: State, b: State) -> State:
     # What the host saw on a path orders all later work on that path, so fold it in first: a
     # device wait on one arm and a host sync on the other both order what follows.
     out.vc = {k: vc_meet(a.stream_vc(k), b.stream_vc(k)) for k in set(a.vc) | set(b.vc)}
+    if a.born is not b.born:
+        # `if s is None: s = torch.cuda.Stream(); s.wait_stream(current)`: where the stream is
+        # made, it waited; on the other arm it is not made, so no path has it without the wait.
+        # (In a loop, the second pass starts with the stream made, and meets as usual.)
+        for k in a.born - b.born:
+            if k in a.vc:
+                out.vc[k] = a.stream_vc(k)
+        for k in b.born - a.born:
+            if k in b.vc:
+                out.vc[k] = b.stream_vc(k)
     out.host_vc = vc_meet(a.host_vc, b.host_vc)
     for key in set(a.events) | set(b.events):
         ea, eb = a.events.get(key), b.events.get(key)
