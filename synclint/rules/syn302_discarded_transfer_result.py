@@ -50,6 +50,8 @@ class DiscardedTransferResult(Rule):
                 continue  # maybe an nn.Module (moved in place) or something else: say nothing
             if _fresh_factory_tensor(func.value, import_resolver(ctx)):
                 continue  # `torch.zeros(1).cuda()`: a warm-up or a device probe, on purpose
+            if _named_fresh_tensor_used_once(ctx, func.value, statement):
+                continue  # `a = torch.empty(n)` then `a.pin_memory().cuda()`: the same warm-up
             if _probed(ctx, statement):
                 continue  # `try: x.to(torch.bfloat16) except ...:`: does the device support it?
             receiver = ctx.code_for(func.value)
@@ -78,20 +80,80 @@ class DiscardedTransferResult(Rule):
 
 
 def _fresh_factory_tensor(node: cst.BaseExpression, names) -> bool:
-    """Is ``node`` a tensor made right there by a ``torch`` factory (``torch.zeros(1)``)? Nothing
-    else refers to it, so moving it as a statement cannot be meant to move something in place:
-    it is done for what the move does (creating the CUDA context, allocating, checking that a
-    device works), the idiom ``torch.zeros(1).cuda()``."""
+    """Is ``node`` a tensor made right there by a ``torch`` factory (``torch.zeros(1)``, also
+    moved on the way: ``torch.empty(n).pin_memory()``)? Nothing else refers to it, so moving it as
+    a statement cannot be meant to move something in place: it is done for what the move does
+    (creating the CUDA context, allocating, checking that a device works), the idiom
+    ``torch.zeros(1).cuda()``."""
+    node = _before_transfers(node)
     if not isinstance(node, cst.Call):
         return False
     name = names.qualname(node.func) or ""
     return name.startswith("torch.") and name.rsplit(".", 1)[-1] in FACTORIES
 
 
+def _before_transfers(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``a.pin_memory()`` -> ``a``: the tensor a chain of transfers starts from."""
+    while (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in TRANSFERS
+    ):
+        node = node.func.value
+    return node
+
+
+def _named_fresh_tensor_used_once(ctx: RuleContext, receiver: cst.BaseExpression, statement) -> bool:
+    """Is the receiver (after any transfers) a local name bound once, in the enclosing function,
+    to a ``torch`` factory's result, and named nowhere else? Then it is the idiom of
+    :func:`_fresh_factory_tensor` spelled over two lines (spdl's CUDA warm-up:
+    ``a = torch.empty(shape)`` then ``a.pin_memory().to(device, non_blocking=True)``): nothing
+    reads the tensor afterwards, so nothing can expect it to have moved."""
+    root = _before_transfers(receiver)
+    if not isinstance(root, cst.Name):
+        return False
+    function = next((a for a in ctx.positions.ancestors(statement) if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return False
+    uses = _NameUses(root.value)
+    walk(function.body, uses)
+    if uses.count != 2 or len(uses.bindings) != 1:
+        return False  # the binding and this statement, nothing else
+    return _fresh_factory_tensor(uses.bindings[0], import_resolver(ctx))
+
+
 def _plain(node: cst.BaseExpression) -> bool:
     while isinstance(node, cst.Attribute):
         node = node.value
     return isinstance(node, cst.Name)
+
+
+class _NameUses(cst.CSTVisitor):
+    """Counts the references to one name in a function body (not attribute names or keywords),
+    and keeps the values of plain ``name = value`` bindings."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.count = 0
+        self.bindings: list[cst.BaseExpression] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.count += 1
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        walk(node.value, self)  # `x.name` does not name `name`
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        walk(node.value, self)  # nor does `f(name=...)`
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and (
+            node.targets[0].target.value == self.name
+        ):
+            self.bindings.append(node.value)
 
 
 class _BareCalls(cst.CSTVisitor):
