@@ -116,6 +116,7 @@ def _named_fresh_tensor_used_once(ctx: RuleContext, receiver: cst.BaseExpression
     if function is None:
         return False
     uses = _NameUses(root.value)
+    walk(function.params, uses)  # a parameter of that name is not a fresh local
     walk(function.body, uses)
     if uses.count != 2 or len(uses.bindings) != 1:
         return False  # the binding and this statement, nothing else
