@@ -153,3 +153,58 @@ def test_barrier_returns_once_the_current_stream_is_done(tmp_path):
         torch.cuda.synchronize()
     finally:
         dist.destroy_process_group()
+
+
+def test_async_collective_waits_for_the_current_stream_and_its_wait_blocks_no_host(tmp_path):
+    """``CallSemantics.collective``: an ``async_op=True`` collective starts once the current
+    stream's work so far is done (its input, filled after a spin, is what it gathers), and
+    ``work.wait()`` makes the current stream wait without blocking the host (SYN201's premise)."""
+    import torch.distributed as dist
+
+    if not dist.is_nccl_available():
+        pytest.skip("no NCCL")
+    dist.init_process_group(
+        "nccl", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1,
+        device_id=torch.device("cuda", torch.cuda.current_device()),
+    )
+    try:
+        dist.barrier()  # the first one creates the communicator
+        torch.cuda.synchronize()
+        x = torch.zeros(1 << 20, device="cuda")
+        out = torch.zeros(1 << 20, device="cuda")
+        torch.cuda.synchronize()
+        torch.cuda._sleep(SPIN)
+        x.fill_(3.0)
+        work = dist.all_gather_into_tensor(out, x, async_op=True)
+        before = time.perf_counter()
+        work.wait()
+        waited = time.perf_counter() - before
+        busy = not torch.cuda.current_stream().query()
+        torch.cuda.synchronize()
+        assert busy and waited < 0.1, (busy, waited)
+        assert out.min().item() == 3.0  # gathered after the fill, not the zeros before it
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_collective_of_host_tensors_runs_on_no_cuda_stream(tmp_path):
+    """``CallSemantics.collective``: with the tensors on the host, gloo runs the collective; it
+    neither waits for the busy current CUDA stream nor leaves work on it, and ``work.wait()``
+    returns with the result in place (varuna's profiler times exactly that)."""
+    import torch.distributed as dist
+
+    if not dist.is_gloo_available():
+        pytest.skip("no gloo")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        dist.barrier()
+        torch.cuda.synchronize()
+        host = torch.ones(1 << 20)
+        torch.cuda._sleep(SPIN)
+        work = dist.all_reduce(host, async_op=True)
+        work.wait()
+        busy = not torch.cuda.current_stream().query()
+        assert busy and host.min().item() == 1.0, busy
+        torch.cuda.synchronize()
+    finally:
+        dist.destroy_process_group()
