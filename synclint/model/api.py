@@ -9,6 +9,8 @@ from __future__ import annotations
 
 STREAM_FACTORIES = {"torch.cuda.Stream", "torch.cuda.ExternalStream"}
 EVENT_FACTORIES = {"torch.cuda.Event"}
+#: ``torch.cuda.Stream.synchronize(s)``: the method called through the class, ``s.synchronize()``.
+UNBOUND_STREAM_SYNCHRONIZE = "torch.cuda.Stream.synchronize"
 CURRENT_STREAM = {"torch.cuda.current_stream"}
 DEFAULT_STREAM = {"torch.cuda.default_stream"}
 STREAM_CONTEXTS = {"torch.cuda.stream"}

@@ -171,6 +171,14 @@ class CallSemantics:
             if stream is not None:
                 self.state.current = stream
             return HOST
+        if name == api.UNBOUND_STREAM_SYNCHRONIZE:
+            # llumnix's `torch.cuda.Stream.synchronize(self.migration_stream)`.
+            values = self.args(node)
+            positional = _positional(node)
+            stream = self.as_stream(positional[0] if positional else None, values[0] if values else None)
+            if stream is not None:
+                self.sync_stream(node, stream, "stream")
+            return HOST
         if name in api.DEVICE_SYNC:
             self.args(node)
             self.sync_device(node, "device", name)
