@@ -288,6 +288,8 @@ class CallSemantics:
                 value.escapes = True
             elif isinstance(value, EventValue):
                 self._handed_an_event(value)
+            elif isinstance(value, WorkValue):
+                self.i.handed_work.add(id(value.node))
         if _is_true(_keyword(node, "record_stream")):
             for storage in storages:
                 storage.root.recorded_streams.append(self.state.current)

@@ -194,6 +194,10 @@ class Interpreter:
         self.stream_tests: dict[str, cst.Comparison] = {}
         #: The function waits on an event or stream its caller handed it (see :meth:`finish`).
         self.caller_orders_inputs = False
+        #: Collective calls whose ``Work`` was handed to an unknown callee
+        #: (``manager.set_bucket_handle(bucket, handle=work)``): that callee's owner waits on it,
+        #: out of view, so what the work touches is not left open for the class's other methods.
+        self.handed_work: set[int] = set()
         #: Storages whose ``alloc_op`` this interpreter set (cleared by :meth:`close`).
         self.allocated: list[Storage] = []
         self.exprs = ExpressionEvaluator(self)

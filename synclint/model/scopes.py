@@ -482,6 +482,8 @@ class _Exports:
                     continue
                 if state.host_vc.get(access.stream.key, 0) >= access.op.seq:
                     continue
+                if id(access.op.node) in interp.handed_work:
+                    continue  # a collective whose `Work` an unknown callee took, to wait on it
                 out.accesses.append(access)
         for name, value in state.env.items():
             if not (name.startswith("self.") and isinstance(value, EventValue)):
