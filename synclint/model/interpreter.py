@@ -77,6 +77,15 @@ def _optional_tested(stmt: cst.If) -> Optional[str]:
     return dotted(test)
 
 
+def _the_stream(value) -> Optional[StreamValue]:
+    """The one stream ``value`` may be (``s = torch.cuda.Stream() if flag else None``), or None."""
+    values = value.values if isinstance(value, Alternatives) else (value,)
+    streams = [v for v in values if isinstance(v, StreamValue)]
+    if streams and all(v.key == streams[0].key for v in streams):
+        return streams[0]
+    return None
+
+
 def _target_names(target: cst.BaseExpression) -> set:
     if isinstance(target, cst.Name):
         return {target.value}
@@ -946,6 +955,16 @@ class Interpreter:
             # issued through it, so what waiting on it orders holds on both paths.
             for stream_key, vc in taken.vc.items():
                 result.vc[stream_key] = vc_join(result.vc.get(stream_key, {}), vc)
+        tested = _the_stream(start.env.get(key))
+        if not taken.dead and tested is not None and tested.key != start.current.key:
+            # `if s is not None: torch.cuda.current_stream().wait_stream(s)`: where `s` is None, no
+            # work was ever issued on it, so what the arm learnt about `s` holds on both paths.
+            own = tested.key
+            for stream_key, vc in taken.vc.items():
+                if vc.get(own, 0) > result.vc.get(stream_key, {}).get(own, 0):
+                    result.vc[stream_key] = {**result.vc.get(stream_key, {}), own: vc[own]}
+            if taken.host_vc.get(own, 0) > result.host_vc.get(own, 0):
+                result.host_vc = {**result.host_vc, own: taken.host_vc[own]}
         self.state = result
 
     def loop(self, body: Callable[[], None]) -> None:
