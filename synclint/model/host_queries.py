@@ -46,6 +46,7 @@ def covering_sync(
     """A host synchronization after ``record`` and before ``at``, on every path to ``at``, that
     waits for what ``record`` captured."""
     event_key = record.event.key if record.event is not None else None
+    covering = []
     for op in function.ops:
         if op.index <= record.index:
             continue
@@ -55,7 +56,51 @@ def covering_sync(
             continue
         if dominates(op.node, at.node, parents):
             return op
+        covering.append(op)
+    return _synchronized_on_every_arm(covering, at, parents)
+
+
+def _synchronized_on_every_arm(
+    covering: list[Op], at: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> Optional[Op]:
+    """One of ``covering``, if together they cover every arm of an ``if``/``else`` on every path to
+    ``at`` (``if device.type == "mps": torch.mps.synchronize() else: torch.cuda.synchronize()``)."""
+    if len(covering) < 2:
+        return None
+    nodes = [op.node for op in covering]
+    for op in covering:
+        node = parents.get(op.node)
+        while node is not None and not isinstance(node, (cst.FunctionDef, cst.Module)):
+            if isinstance(node, cst.If) and dominates(node, at.node, parents):
+                if _every_arm_contains(node, nodes, parents):
+                    return op
+                break
+            node = parents.get(node)
     return None
+
+
+def _every_arm_contains(stmt: cst.If, nodes: list, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    """Does each arm of ``stmt`` (its body, each ``elif``, and an ``else``, which must exist) run
+    one of ``nodes`` whenever it runs?"""
+    arm: cst.BaseSuite = stmt.body
+    if not any(_runs_whenever(node, arm, parents) for node in nodes):
+        return False
+    orelse = stmt.orelse
+    if isinstance(orelse, cst.If):
+        return _every_arm_contains(orelse, nodes, parents)
+    return orelse is not None and any(_runs_whenever(node, orelse.body, parents) for node in nodes)
+
+
+def _runs_whenever(node: cst.CSTNode, block: cst.BaseSuite, parents) -> bool:
+    """Is ``node`` inside ``block`` with no conditional construct between them?"""
+    current = parents.get(node)
+    while current is not None:
+        if current is block:
+            return True
+        if isinstance(current, _CONDITIONAL) or isinstance(current, (cst.FunctionDef, cst.Lambda)):
+            return False
+        current = parents.get(current)
+    return False
 
 
 def _covers(
@@ -73,8 +118,13 @@ def _covers(
             )
         if op.sync_kind in ("stream", "blocking-read") and op.target is not None:
             return op.target.key == record.stream.key
-    if op.kind == OpKind.EVENT_QUERY and op.event is not None and op.event.key == event_key:
-        return polled_in_while(op.node, parents)
+    if op.kind == OpKind.EVENT_QUERY and op.event is not None:
+        if op.event.key == event_key:
+            return polled_in_while(op.node, parents) or asserted(op.node, parents)
+        # `assert end.query()` also covers `start`, recorded earlier on the same stream.
+        return asserted(op.node, parents) and any(
+            r.stream.key == record.stream.key and r.index > record.index for r in op.recorded_by
+        )
     return False
 
 
@@ -328,6 +378,16 @@ def waits_for(sync: Op, work: Op) -> bool:
 
 def records_of(op: Op, event_key: str) -> list[Op]:
     return [r for r in op.recorded_by if r.event is not None and r.event.key == event_key]
+
+
+def asserted(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    """Is ``node`` asserted to be true (``assert end.query()``, or one operand of an ``and`` that
+    is)? Code after the ``assert`` runs only where it held: cosmos-rl checks that the end event is
+    done, after a blocking read, before it reads ``elapsed_time``."""
+    child, current = node, parents.get(node)
+    while isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.And):
+        child, current = current, parents.get(current)
+    return isinstance(current, cst.Assert) and current.test is child
 
 
 def polled_in_while(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
