@@ -203,6 +203,11 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                                      device="cpu" if key and HOST_NAME.search(key.rsplit(".", 1)[-1]) else None)
         if key is not None and (key.startswith("self.") or key in self.state.env):
             self.i.bind(key, storage)
+        made_on = self.i.made_on.get(key.split(".")[0]) if key is not None else None
+        if made_on is not None and made_on.key == self.state.current.key:
+            # `model = Gen("cpu")`, then `model.net.to(dev)` on the same stream: made by that call
+            # here, earlier on this stream, not by the caller.
+            return storage
         if key is not None and not key.startswith("self.") and (
             not self.i.inline_stack
             or key.split(".")[0] in self.i.params

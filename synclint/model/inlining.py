@@ -136,6 +136,7 @@ def inline_call(interp: "Interpreter", args: Sequence[cst.Arg], method: cst.Func
             env[star.name.value] = None
 
     saved_params, saved_entry_op, saved_loop_base = interp.params, interp.entry_op, interp.loop_base
+    saved_made_on, interp.made_on = interp.made_on, {}  # the helper's locals are its own
     interp.loop_base = interp.loop_depth
     caller_stream = interp.state.current
     interp.state.env = env
@@ -161,6 +162,7 @@ def inline_call(interp: "Interpreter", args: Sequence[cst.Arg], method: cst.Func
         interp.inline_keep.pop()
         interp.inline_stack.pop()
         interp.params, interp.entry_op, interp.loop_base = saved_params, saved_entry_op, saved_loop_base
+        interp.made_on = saved_made_on
         interp.flag_params = saved_flags
 
     ends = [state for state, _ in returns]

@@ -207,6 +207,10 @@ class Interpreter:
         #: (``manager.set_bucket_handle(bucket, handle=work)``): that callee's owner waits on it,
         #: out of view, so what the work touches is not left open for the class's other methods.
         self.handed_work: set[int] = set()
+        #: Local names bound to what an unknown call returned (``model = MaskGenerator(path)``),
+        #: with the stream current at the call: tensors reached through them
+        #: (``model.net.weight``) were made by that call, not by this function's caller.
+        self.made_on: dict[str, StreamValue] = {}
         #: Storages whose ``alloc_op`` this interpreter set (cleared by :meth:`close`).
         self.allocated: list[Storage] = []
         self.exprs = ExpressionEvaluator(self)
@@ -686,6 +690,10 @@ class Interpreter:
         if type(target) is cst.Name:
             old = self.state.env.get(target.value)
             self.bind(target.value, value)
+            if value is None and isinstance(getattr(stmt, "value", None), cst.Call):
+                self.made_on[target.value] = self.state.current
+            else:
+                self.made_on.pop(target.value, None)
             for storage in storages_of(value):
                 if storage.label in ("tensor", "<expr>"):
                     storage.label = target.value
