@@ -208,3 +208,14 @@ def test_a_collective_of_host_tensors_runs_on_no_cuda_stream(tmp_path):
         torch.cuda.synchronize()
     finally:
         dist.destroy_process_group()
+
+
+def test_stream_synchronize_called_through_the_class_blocks_the_host():
+    """``api.UNBOUND_STREAM_SYNCHRONIZE``: ``torch.cuda.Stream.synchronize(s)`` (llumnix's
+    spelling) waits for ``s`` like ``s.synchronize()``."""
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(SPIN)
+    assert not side.query()
+    torch.cuda.Stream.synchronize(side)
+    assert side.query()
