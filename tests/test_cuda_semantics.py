@@ -195,7 +195,9 @@ def test_a_collective_of_host_tensors_runs_on_no_cuda_stream(tmp_path):
 
     if not dist.is_gloo_available():
         pytest.skip("no gloo")
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
     try:
         dist.barrier()
         torch.cuda.synchronize()

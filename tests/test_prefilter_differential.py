@@ -175,7 +175,10 @@ def test_generated_transfer_and_clock_spellings_lint_identically(source):
 
 def test_spelling_generator_reaches_the_rules_it_targets():
     """Guard against a vacuous property: these spellings do produce SYN302 and SYN205 findings."""
-    bare = "import torch\n\ndef f():\n    x = torch.zeros(4)\n    (x.\n     # moved\n     cuda())\n    return x\n"
+    bare = (
+        "import torch\n\ndef f():\n    x = torch.zeros(4)\n    (x.\n     # moved\n     cuda())\n"
+        "    return x\n"
+    )
     timed = (
         "import torch\nfrom time import perf_counter\n\ndef f():\n    x = torch.zeros(4, device='cuda')\n"
         "    t0 = perf_counter()\n    y = x @ x\n    t1 = perf_counter()\n    print(t1 - t0)\n"

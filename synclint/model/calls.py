@@ -175,7 +175,8 @@ class CallSemantics:
             # llumnix's `torch.cuda.Stream.synchronize(self.migration_stream)`.
             values = self.args(node)
             positional = _positional(node)
-            stream = self.as_stream(positional[0] if positional else None, values[0] if values else None)
+            first = positional[0] if positional else None
+            stream = self.as_stream(first, values[0] if values else None)
             if stream is not None:
                 self.sync_stream(node, stream, "stream")
             return HOST

@@ -79,7 +79,9 @@ def _synchronized_on_every_arm(
     return None
 
 
-def _every_arm_contains(stmt: cst.If, nodes: list, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+def _every_arm_contains(
+    stmt: cst.If, nodes: list, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
     """Does each arm of ``stmt`` (its body, each ``elif``, and an ``else``, which must exist) run
     one of ``nodes`` whenever it runs?"""
     arm: cst.BaseSuite = stmt.body

@@ -103,7 +103,9 @@ def _before_transfers(node: cst.BaseExpression) -> cst.BaseExpression:
     return node
 
 
-def _named_fresh_tensor_used_once(ctx: RuleContext, receiver: cst.BaseExpression, statement) -> bool:
+def _named_fresh_tensor_used_once(
+    ctx: RuleContext, receiver: cst.BaseExpression, statement: cst.Expr
+) -> bool:
     """Is the receiver (after any transfers) a local name bound once, in the enclosing function,
     to a ``torch`` factory's result, and named nowhere else? Then it is the idiom of
     :func:`_fresh_factory_tensor` spelled over two lines (spdl's CUDA warm-up:
@@ -112,7 +114,8 @@ def _named_fresh_tensor_used_once(ctx: RuleContext, receiver: cst.BaseExpression
     root = _before_transfers(receiver)
     if not isinstance(root, cst.Name):
         return False
-    function = next((a for a in ctx.positions.ancestors(statement) if isinstance(a, cst.FunctionDef)), None)
+    around = ctx.positions.ancestors(statement)
+    function = next((a for a in around if isinstance(a, cst.FunctionDef)), None)
     if function is None:
         return False
     uses = _NameUses(root.value)
