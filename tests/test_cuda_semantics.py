@@ -7,6 +7,7 @@ Skipped without torch or without a CUDA device (CI has neither); run on the GPU 
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -124,20 +125,33 @@ def test_external_stream_of_the_current_handle_is_the_current_stream():
         assert current.query()
 
 
+@contextmanager
+def _one_rank_group(backend: str, tmp_path):
+    """A process group of this process alone (what one GPU allows), its communicator created by
+    a first barrier and the device idle; destroyed afterwards."""
+    import torch.distributed as dist
+
+    available = dist.is_nccl_available() if backend == "nccl" else dist.is_gloo_available()
+    if not available:
+        pytest.skip(f"no {backend}")
+    bound = {}
+    if backend == "nccl":
+        bound["device_id"] = torch.device("cuda", torch.cuda.current_device())
+    dist.init_process_group(
+        backend, init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1, **bound
+    )
+    try:
+        dist.barrier()
+        torch.cuda.synchronize()
+        yield dist
+    finally:
+        dist.destroy_process_group()
+
+
 def test_barrier_returns_once_the_current_stream_is_done(tmp_path):
     """``Expressions.barrier``: with NCCL, ``torch.distributed.barrier()`` returns only when the
     current stream's work is done (a one-rank group, which is what one GPU allows)."""
-    import torch.distributed as dist
-
-    if not dist.is_nccl_available():
-        pytest.skip("no NCCL")
-    dist.init_process_group(
-        "nccl", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1,
-        device_id=torch.device("cuda", torch.cuda.current_device()),
-    )
-    try:
-        dist.barrier()  # the first one creates the communicator
-        torch.cuda.synchronize()
+    with _one_rank_group("nccl", tmp_path) as dist:
         y = torch.zeros(1, device="cuda")
         torch.cuda._sleep(SPIN)
         y.fill_(7.0)
@@ -151,25 +165,12 @@ def test_barrier_returns_once_the_current_stream_is_done(tmp_path):
         assert not torch.cuda.current_stream().query()
         work.wait()
         torch.cuda.synchronize()
-    finally:
-        dist.destroy_process_group()
-
 
 def test_async_collective_waits_for_the_current_stream_and_its_wait_blocks_no_host(tmp_path):
     """``CallSemantics.collective``: an ``async_op=True`` collective starts once the current
     stream's work so far is done (its input, filled after a spin, is what it gathers), and
     ``work.wait()`` makes the current stream wait without blocking the host (SYN201's premise)."""
-    import torch.distributed as dist
-
-    if not dist.is_nccl_available():
-        pytest.skip("no NCCL")
-    dist.init_process_group(
-        "nccl", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1,
-        device_id=torch.device("cuda", torch.cuda.current_device()),
-    )
-    try:
-        dist.barrier()  # the first one creates the communicator
-        torch.cuda.synchronize()
+    with _one_rank_group("nccl", tmp_path) as dist:
         x = torch.zeros(1 << 20, device="cuda")
         out = torch.zeros(1 << 20, device="cuda")
         torch.cuda.synchronize()
@@ -183,24 +184,12 @@ def test_async_collective_waits_for_the_current_stream_and_its_wait_blocks_no_ho
         torch.cuda.synchronize()
         assert busy and waited < 0.1, (busy, waited)
         assert out.min().item() == 3.0  # gathered after the fill, not the zeros before it
-    finally:
-        dist.destroy_process_group()
-
 
 def test_a_collective_of_host_tensors_runs_on_no_cuda_stream(tmp_path):
     """``CallSemantics.collective``: with the tensors on the host, gloo runs the collective; it
     neither waits for the busy current CUDA stream nor leaves work on it, and ``work.wait()``
     returns with the result in place (varuna's profiler times exactly that)."""
-    import torch.distributed as dist
-
-    if not dist.is_gloo_available():
-        pytest.skip("no gloo")
-    dist.init_process_group(
-        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
-    )
-    try:
-        dist.barrier()
-        torch.cuda.synchronize()
+    with _one_rank_group("gloo", tmp_path) as dist:
         host = torch.ones(1 << 20)
         torch.cuda._sleep(SPIN)
         work = dist.all_reduce(host, async_op=True)
@@ -208,9 +197,6 @@ def test_a_collective_of_host_tensors_runs_on_no_cuda_stream(tmp_path):
         busy = not torch.cuda.current_stream().query()
         assert busy and host.min().item() == 1.0, busy
         torch.cuda.synchronize()
-    finally:
-        dist.destroy_process_group()
-
 
 def test_stream_synchronize_called_through_the_class_blocks_the_host():
     """``api.UNBOUND_STREAM_SYNCHRONIZE``: ``torch.cuda.Stream.synchronize(s)`` (llumnix's
