@@ -84,7 +84,17 @@ BARRIER = "torch.distributed.barrier"
 #: Tests that hold whenever there is CUDA work to speak of.
 DEVICE_PRESENT = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialized"})
 #: Functions that write tensors to a file: CUDA tensors are first copied to the host (blocking).
-SERIALIZERS = frozenset({"torch.save"})
+#: ``torch.onnx.export`` also runs the model to trace it, then writes its weights.
+SERIALIZERS = frozenset(
+    {
+        "torch.save",
+        "torch.jit.save",
+        "torch.export.save",
+        "torch.onnx.export",
+        "safetensors.torch.save_file",
+        "safetensors.torch.save_model",
+    }
+)
 #: Functions of other frameworks that block the host until the device's work is done
 #: (``xm.wait_device_ops()`` in PyTorch/XLA training scripts, before an end reading of a clock).
 OTHER_HOST_BARRIERS = frozenset({"torch_xla.core.xla_model.wait_device_ops"})
