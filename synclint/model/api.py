@@ -202,6 +202,7 @@ METADATA = {
     "get_device",
     "nelement",
     "untyped_storage",
+    "storage",
     "type",
 }
 
