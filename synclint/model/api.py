@@ -83,6 +83,9 @@ ALWAYS_ASYNC_COLLECTIVES = {"torch.distributed.isend", "torch.distributed.irecv"
 BARRIER = "torch.distributed.barrier"
 #: Tests that hold whenever there is CUDA work to speak of.
 DEVICE_PRESENT = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialized"})
+#: Flags that say the program chose the GPU (``if args.use_cuda:``), read like ``DEVICE_PRESENT``:
+#: where they are false, the program runs on the CPU.
+DEVICE_CHOSEN_FLAGS = frozenset({"use_cuda", "use_gpu"})
 #: Functions that write tensors to a file: CUDA tensors are first copied to the host (blocking).
 #: ``torch.onnx.export`` also runs the model to trace it, then writes its weights.
 SERIALIZERS = frozenset(

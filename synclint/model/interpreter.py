@@ -888,7 +888,11 @@ class Interpreter:
         self.state.host_vc = vc_join(self.state.host_vc, self._everything_issued())
 
     def _device_present(self, test: cst.BaseExpression) -> bool:
-        """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test."""
+        """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test, or a
+        flag that says the program chose the GPU (``if args.use_cuda:``)."""
+        if isinstance(test, (cst.Name, cst.Attribute)):
+            name = dotted(test)
+            return name is not None and name.rsplit(".", 1)[-1] in api.DEVICE_CHOSEN_FLAGS
         return isinstance(test, cst.Call) and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
 
     def _flag_branch(self, stmt: cst.If) -> None:
