@@ -9,6 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
+from synclint.model import api
 from synclint.model.resolver import dotted
 from synclint.model.values import (
     Alternatives,
@@ -151,3 +152,23 @@ def is_flag_parameter(param: cst.Param) -> bool:
         return True
     annotation = param.annotation.annotation if param.annotation is not None else None
     return isinstance(annotation, cst.Name) and annotation.value == "bool"
+
+
+def chooses_the_gpu(test: cst.BaseExpression) -> bool:
+    """Is ``test`` the program's choice of the GPU, so that where it is false nothing runs on a
+    device? A flag named for it (``if args.use_cuda:``, ``if use_gpu:``), or the type of the
+    program's device (``if self.device.type == "cuda":``). Read like
+    ``torch.cuda.is_available()`` (``api.DEVICE_PRESENT``)."""
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        name = dotted(test)
+        return name is not None and name.rsplit(".", 1)[-1] in api.DEVICE_CHOSEN_FLAGS
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal) or _string(target.comparator) != "cuda":
+        return False
+    left = test.left
+    if not (isinstance(left, cst.Attribute) and left.attr.value == "type"):
+        return False
+    device = dotted(left.value)
+    return device is not None and device.rsplit(".", 1)[-1].endswith("device")

@@ -18,6 +18,7 @@ import libcst as cst
 
 from synclint.cstwalk import source_order, walk
 from synclint.model import FunctionModel, Op, OpKind, api
+from synclint.model.call_args import chooses_the_gpu
 from synclint.model.resolver import dotted
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
@@ -162,15 +163,15 @@ _DOTTED_DEVICE_PRESENT_TESTS = tuple("." + test for test in _DEVICE_PRESENT_TEST
 
 
 def _runs_wherever_there_is_a_device(construct: cst.CSTNode, child: cst.CSTNode) -> bool:
-    """Is ``child`` the body of ``if torch.cuda.is_available():`` (or ``if args.use_cuda:``)? Where
-    the test fails nothing ran on a device, so a synchronization there covers every path that has
-    device work (the model's belief too: ``Interpreter.st_If``)."""
+    """Is ``child`` the body of ``if torch.cuda.is_available():`` (or ``if args.use_cuda:``, ``if
+    self.device.type == "cuda":``)? Where the test fails nothing ran on a device, so a
+    synchronization there covers every path that has device work (the model's belief too:
+    ``Interpreter.st_If``)."""
     if not isinstance(construct, cst.If) or child is not construct.body:
         return False
     test = construct.test
-    if isinstance(test, (cst.Name, cst.Attribute)):
-        flag = dotted(test)  # `if args.use_cuda:`
-        return flag is not None and flag.rsplit(".", 1)[-1] in api.DEVICE_CHOSEN_FLAGS
+    if chooses_the_gpu(test):
+        return True  # `if args.use_cuda:`, `if self.device.type == "cuda":`
     if not isinstance(test, cst.Call) or test.args:
         return False
     name = dotted(test.func)

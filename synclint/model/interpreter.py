@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Optional
 import libcst as cst
 
 from synclint.model import api
-from synclint.model.call_args import is_flag_parameter
+from synclint.model.call_args import chooses_the_gpu, is_flag_parameter
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
 from synclint.model.state import EventState, State, alternatives, join, vc_join
@@ -888,11 +888,10 @@ class Interpreter:
         self.state.host_vc = vc_join(self.state.host_vc, self._everything_issued())
 
     def _device_present(self, test: cst.BaseExpression) -> bool:
-        """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test, or a
-        flag that says the program chose the GPU (``if args.use_cuda:``)."""
-        if isinstance(test, (cst.Name, cst.Attribute)):
-            name = dotted(test)
-            return name is not None and name.rsplit(".", 1)[-1] in api.DEVICE_CHOSEN_FLAGS
+        """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test, or the
+        program's choice of the GPU (``if args.use_cuda:``, ``if self.device.type == "cuda":``)."""
+        if chooses_the_gpu(test):
+            return True
         return isinstance(test, cst.Call) and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
 
     def _flag_branch(self, stmt: cst.If) -> None:
