@@ -888,8 +888,9 @@ class Interpreter:
         self.state.host_vc = vc_join(self.state.host_vc, self._everything_issued())
 
     def _device_present(self, test: cst.BaseExpression) -> bool:
-        """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test, or the
-        program's choice of the GPU (``if args.use_cuda:``, ``if self.device.type == "cuda":``)."""
+        """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test, or
+        the program's choice of the GPU (``if args.use_cuda:``, ``if self.device.type == "cuda":``,
+        :func:`~synclint.model.call_args.chooses_the_gpu`)."""
         if chooses_the_gpu(test):
             return True
         return isinstance(test, cst.Call) and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
