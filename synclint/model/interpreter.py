@@ -77,15 +77,6 @@ def _optional_tested(stmt: cst.If) -> Optional[str]:
     return dotted(test)
 
 
-def _the_stream(value) -> Optional[StreamValue]:
-    """The one stream ``value`` may be (``s = torch.cuda.Stream() if flag else None``), or None."""
-    values = value.values if isinstance(value, Alternatives) else (value,)
-    streams = [v for v in values if isinstance(v, StreamValue)]
-    if streams and all(v.key == streams[0].key for v in streams):
-        return streams[0]
-    return None
-
-
 def _target_names(target: cst.BaseExpression) -> set:
     if isinstance(target, cst.Name):
         return {target.value}
@@ -958,8 +949,11 @@ class Interpreter:
             self.guards.pop()
         taken = self.state
         result = join(taken, start)
-        if not taken.dead and key in taken.vc:
-            result.vc[key] = vc_join(result.vc.get(key, {}), taken.vc[key])
+        # The stream's own key: `self.s` for an attribute, `s@3` for a local made at site 3.
+        tested = self.exprs.as_stream(None, start.env.get(key))
+        own = tested.key if tested is not None else key
+        if not taken.dead and own in taken.vc:
+            result.vc[own] = vc_join(result.vc.get(own, {}), taken.vc[own])
         if not taken.dead and holds_work(start.env.get(key)) and (
             waited_on_every_path or _only_waits_on(stmt.body, key)
         ):
@@ -967,11 +961,9 @@ class Interpreter:
             # issued through it, so what waiting on it orders holds on both paths.
             for stream_key, vc in taken.vc.items():
                 result.vc[stream_key] = vc_join(result.vc.get(stream_key, {}), vc)
-        tested = _the_stream(start.env.get(key))
-        if not taken.dead and tested is not None and tested.key != start.current.key:
+        if not taken.dead and tested is not None and own != start.current.key:
             # `if s is not None: torch.cuda.current_stream().wait_stream(s)`: where `s` is None, no
             # work was ever issued on it, so what the arm learnt about `s` holds on both paths.
-            own = tested.key
             for stream_key, vc in taken.vc.items():
                 if vc.get(own, 0) > result.vc.get(stream_key, {}).get(own, 0):
                     result.vc[stream_key] = {**result.vc.get(stream_key, {}), own: vc[own]}
