@@ -41,6 +41,7 @@ class DiscardedTransferResult(Rule):
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         facts = tensor_facts(ctx)
+        names = import_resolver(ctx)
         for statement in _bare_calls(ctx.module):
             call = statement.value
             func = call.func
@@ -48,9 +49,9 @@ class DiscardedTransferResult(Rule):
                 continue
             if facts.facts(func.value, call) is None:
                 continue  # maybe an nn.Module (moved in place) or something else: say nothing
-            if _fresh_factory_tensor(func.value, import_resolver(ctx)):
+            if _fresh_factory_tensor(func.value, names):
                 continue  # `torch.zeros(1).cuda()`: a warm-up or a device probe, on purpose
-            if _named_fresh_tensor_used_once(ctx, func.value, statement):
+            if _named_fresh_tensor_used_once(ctx, names, func.value, statement):
                 continue  # `a = torch.empty(n)` then `a.pin_memory().cuda()`: the same warm-up
             if _probed(ctx, statement):
                 continue  # `try: x.to(torch.bfloat16) except ...:`: does the device support it?
@@ -104,7 +105,7 @@ def _before_transfers(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _named_fresh_tensor_used_once(
-    ctx: RuleContext, receiver: cst.BaseExpression, statement: cst.Expr
+    ctx: RuleContext, names, receiver: cst.BaseExpression, statement: cst.Expr
 ) -> bool:
     """Is the receiver (after any transfers) a local name bound once, in the enclosing function,
     to a ``torch`` factory's result, and named nowhere else? Then it is the idiom of
@@ -123,7 +124,7 @@ def _named_fresh_tensor_used_once(
     walk(function.body, uses)
     if uses.count != 2 or len(uses.bindings) != 1:
         return False  # the binding and this statement, nothing else
-    return _fresh_factory_tensor(uses.bindings[0], import_resolver(ctx))
+    return _fresh_factory_tensor(uses.bindings[0], names)
 
 
 def _plain(node: cst.BaseExpression) -> bool:
