@@ -163,6 +163,8 @@ class Interpreter:
         self.loop_base = 0
         self.block_streams: list[StreamValue] = []
         self.graph_depth = 0
+        #: Captures begun by ``g.capture_begin()`` and not yet ended (:meth:`capture_by_hand`).
+        self.manual_captures: list[cst.Call] = []
         self.params: set[str] = set()
         self.flag_params: set[str] = set()
         #: The `if` tests enclosing the current statement (their text only if `st_Assert` asks).
@@ -502,10 +504,14 @@ class Interpreter:
     # -- statements --------------------------------------------------------------------------------
 
     def run_block(self, statements: Iterable[cst.CSTNode]) -> None:
+        opened = len(self.manual_captures)
         for stmt in statements:
             if self.state.dead:
-                return
+                break
             self.statement(stmt)
+        while len(self.manual_captures) > opened:  # a capture begun here ends with its block
+            self.manual_captures.pop()
+            self.graph_depth -= 1
 
     def suite(self, suite: cst.BaseSuite) -> None:
         self.run_block(suite.body)
@@ -528,7 +534,25 @@ class Interpreter:
         self.run_block(stmt.body)
 
     def st_Expr(self, stmt: cst.Expr) -> None:
-        self.exprs.ev(stmt.value)
+        value = stmt.value
+        if value.__class__ is cst.Call and value.func.__class__ is cst.Attribute:
+            method = value.func.attr.value
+            if method == "capture_begin" or method == "capture_end":
+                self.capture_by_hand(method, value)
+        self.exprs.ev(value)
+
+    def capture_by_hand(self, method: str, call: cst.Call) -> None:
+        """``g.capture_begin()`` ... ``g.capture_end()``: what is issued between the two is
+        captured into a CUDA graph (recorded, run only at replay), as in ``with
+        torch.cuda.graph(g):``. A capture still open at the end of the block it began in ends
+        there (:meth:`run_block`), so that a begin on one path never hides the rest of a function."""
+        if method == "capture_begin":
+            self.emit(OpKind.GRAPH_CAPTURE, call)
+            self.manual_captures.append(call)
+            self.graph_depth += 1
+        elif self.manual_captures:
+            self.manual_captures.pop()
+            self.graph_depth -= 1
 
     def st_Assign(self, stmt: cst.Assign) -> None:
         target = stmt.targets[0].target
@@ -552,6 +576,13 @@ class Interpreter:
             elif self.stream_tests:
                 self.stream_tests.pop(target.value, None)  # rebound: no longer that test
         hint = dotted(target) or "tensor"
+        if (
+            self.manual_captures
+            and stmt.value.__class__ is cst.Call
+            and stmt.value.func.__class__ is cst.Attribute
+            and stmt.value.func.attr.value == "capture_end"
+        ):
+            self.capture_by_hand("capture_end", stmt.value)  # `graph = wp.capture_end()`
         self.exprs.stored_node = stmt.value
         value = self.exprs.ev(stmt.value, hint=hint)
         for target in stmt.targets:

@@ -158,6 +158,21 @@ def _simple_assignments(stmt: cst.CSTNode) -> Iterable[tuple[str, cst.BaseExpres
                 yield target.value, small.value
 
 
+def capture_call(statement: cst.CSTNode) -> str | None:
+    """``"capture_begin"`` or ``"capture_end"`` when ``statement`` is that call alone, bare or
+    assigned (warp's ``graph = wp.capture_end()`` returns the graph): the two ends of a CUDA graph
+    captured by hand (``g.capture_begin()`` ... ``g.capture_end()``), where work is recorded, not run."""
+    if statement.__class__ is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Call):
+        func = small.value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        if name in ("capture_begin", "capture_end"):
+            return name
+    return None
+
+
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:

@@ -20,7 +20,13 @@ from synclint.diagnostics import Diagnostic
 from synclint.model.bindings import iter_calls
 from synclint.model.file_facts import import_resolver, tensor_facts
 from synclint.model.tensor_facts import device_of_literal
-from synclint.model.torchapi import DEVICE_SYNCHRONIZE, GRAPH_CONTEXTS, keyword, literal_bool
+from synclint.model.torchapi import (
+    DEVICE_SYNCHRONIZE,
+    GRAPH_CONTEXTS,
+    capture_call,
+    keyword,
+    literal_bool,
+)
 from synclint.rules.base import Rule, RuleContext
 
 _BLOCKING_READS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -110,7 +116,7 @@ def _between_capture_calls(body) -> list[cst.CSTNode]:
     regions: list[cst.CSTNode] = []
     inside = False
     for statement in body:
-        method = _capture_call(statement)
+        method = capture_call(statement)
         if method == "capture_begin":
             inside = True
         elif method == "capture_end":
@@ -122,24 +128,10 @@ def _between_capture_calls(body) -> list[cst.CSTNode]:
     return regions
 
 
-def _capture_call(statement: cst.CSTNode) -> str | None:
-    """``capture_begin`` or ``capture_end`` when ``statement`` is that call alone, bare or
-    assigned (``g = wp.capture_end()``)."""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-        return None
-    small = statement.body[0]
-    if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Call):
-        func = small.value.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
-        if name in ("capture_begin", "capture_end"):
-            return name
-    return None
-
-
 def _finally_ends_capture(statement: cst.CSTNode) -> bool:
     final = getattr(statement, "finalbody", None) if isinstance(statement, cst.Try) else None
     return final is not None and any(
-        _capture_call(s) == "capture_end" for s in final.body.body
+        capture_call(s) == "capture_end" for s in final.body.body
     )
 
 
