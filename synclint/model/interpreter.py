@@ -545,7 +545,7 @@ class Interpreter:
         """``g.capture_begin()`` ... ``g.capture_end()``: what is issued between the two is
         captured into a CUDA graph (recorded, run only at replay), as in ``with
         torch.cuda.graph(g):``. A capture still open at the end of the block it began in ends
-        there (:meth:`run_block`), so that a begin on one path never hides the rest of a function."""
+        there (:meth:`run_block`): a begin on one path never hides the rest of a function."""
         if method == "capture_begin":
             self.emit(OpKind.GRAPH_CAPTURE, call)
             self.manual_captures.append(call)

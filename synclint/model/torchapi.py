@@ -160,12 +160,15 @@ def _simple_assignments(stmt: cst.CSTNode) -> Iterable[tuple[str, cst.BaseExpres
 
 def capture_call(statement: cst.CSTNode) -> str | None:
     """``"capture_begin"`` or ``"capture_end"`` when ``statement`` is that call alone, bare or
-    assigned (warp's ``graph = wp.capture_end()`` returns the graph): the two ends of a CUDA graph
-    captured by hand (``g.capture_begin()`` ... ``g.capture_end()``), where work is recorded, not run."""
+    assigned (warp's ``graph = wp.capture_end()`` returns the graph): the two ends of a CUDA
+    graph captured by hand (``g.capture_begin()`` ... ``g.capture_end()``), where work is
+    recorded, not run."""
     if statement.__class__ is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
-    if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Call):
+    if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)) and isinstance(
+        small.value, cst.Call
+    ):
         func = small.value.func
         name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
         if name in ("capture_begin", "capture_end"):
