@@ -708,12 +708,26 @@ class Interpreter:
 
     # -- binding --------------------------------------------------------------------------------
 
+    def _made_with(self, value: Optional[cst.BaseExpression]) -> Optional[StreamValue]:
+        """The stream the object ``value`` names (``m``, ``m.module``) was made on by a call here."""
+        if value is None or not self.made_on:
+            return None
+        key = dotted(value)
+        return None if key is None else self.made_on.get(key.split(".", 1)[0])
+
     def assign(self, target: cst.BaseExpression, value, stmt: cst.CSTNode) -> None:
         if type(target) is cst.Name:
             old = self.state.env.get(target.value)
             self.bind(target.value, value)
-            if value is None and isinstance(getattr(stmt, "value", None), cst.Call):
+            call = getattr(stmt, "value", None)
+            if isinstance(call, cst.Call) and (
+                value is None or isinstance(value, Storage) and value.alloc_node is call
+            ):
+                # Made by this call, here, on this stream (an object, or what may be a tensor):
+                # its attributes are too (`m = Loss(cfg)` then `m.ln_var.item()`).
                 self.made_on[target.value] = self.state.current
+            elif (made := self._made_with(call)) is not None:
+                self.made_on[target.value] = made  # `loss = module.loss`: part of that object
             else:
                 self.made_on.pop(target.value, None)
             for storage in storages_of(value):
