@@ -34,6 +34,16 @@ HOST_CLOCKS = {
     "timeit.default_timer",
 }
 
+#: ``wait_tensor(t)`` waits (on the current stream) for the collective writing ``t``: how
+#: functional collectives are waited for, and non-functional ones under
+#: ``allow_inflight_collective_as_graph_input_ctx()`` (elsewhere it finds no registered work and
+#: does nothing: taken as a wait all the same, precision first).
+WAIT_TENSOR = {
+    "torch.ops.c10d_functional.wait_tensor",
+    "torch.ops._c10d_functional.wait_tensor",
+    "torch.distributed._functional_collectives.wait_tensor",
+}
+
 COLLECTIVES = {
     f"torch.distributed.{name}"
     for name in (

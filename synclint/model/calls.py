@@ -198,6 +198,8 @@ class CallSemantics:
             return HOST
         if name in api.COLLECTIVES:
             return self.collective(node, name)
+        if name in api.WAIT_TENSOR:
+            return self.wait_tensor(node)
         if name == api.BARRIER and self.barrier(node):
             return HOST
         if name in api.TENSOR_FACTORIES or name in api.LIKE_FACTORIES:
@@ -470,6 +472,23 @@ class CallSemantics:
         if short in api.VIEW_METHODS or short in ("narrow", "select", "squeeze", "unsqueeze", "flatten"):
             return storages[0]
         return self.tensor_op(node, reads=storages, result_label=hint or "<expr>")
+
+    def wait_tensor(self, node: cst.Call):
+        """``wait_tensor(t)``: the current stream waits for the collectives' streams that wrote
+        ``t`` (as ``Work.wait()`` would); it returns ``t``."""
+        values = self.args(node)
+        value = values[0] if values else None
+        i = self.i
+        streams = {
+            access.stream.key: access.stream
+            for storage in storages_of(value)
+            for access in self.state.history.get(storage.root.id, ())
+            if access.stream.origin == "collective" and access.mode == "write"
+        }
+        for stream in streams.values():
+            i.emit(OpKind.WORK_WAIT, node, target=stream)
+            i.wait_stream(self.state.current, stream)
+        return value
 
     def collective(self, node: cst.Call, name: str):
         output_keyword = api.COLLECTIVE_OUTPUT.get(name)
