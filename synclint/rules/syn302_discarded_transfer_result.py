@@ -14,7 +14,7 @@ from typing import Iterable
 import libcst as cst
 
 from synclint.astscan import has_bare_method_call
-from synclint.cstwalk import walk
+from synclint.cstwalk import source_order, walk
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model.file_facts import import_resolver, tensor_facts
 from synclint.model.tensor_facts import FACTORIES
@@ -55,6 +55,10 @@ class DiscardedTransferResult(Rule):
                 continue  # `a = torch.empty(n)` then `a.pin_memory().cuda()`: the same warm-up
             if _probed(ctx, statement):
                 continue  # `try: x.to(torch.bfloat16) except ...:`: does the device support it?
+            if _round_trip(func.value):
+                continue  # `x.to("cuda").to("cpu")`: a warm-up, never meant to move `x`
+            if _local_never_read_again(ctx, func.value, statement):
+                continue  # `z = x + y` then `z.cpu()`, and `z` is done: nothing expects it moved
             receiver = ctx.code_for(func.value)
             method = func.attr.value
             if _plain(func.value):
@@ -125,6 +129,114 @@ def _named_fresh_tensor_used_once(
     if uses.count != 2 or len(uses.bindings) != 1:
         return False  # the binding and this statement, nothing else
     return _fresh_factory_tensor(uses.bindings[0], names)
+
+
+def _round_trip(receiver: cst.BaseExpression) -> bool:
+    """Is the receiver itself a transfer (``x.to("xpu")`` in ``x.to("xpu").to("cpu")``)? A chain of
+    moves thrown away cannot be meant to move anything in place: it is run for what the copies do
+    (a warm-up before profiling, a synchronization)."""
+    return (
+        isinstance(receiver, cst.Call)
+        and isinstance(receiver.func, cst.Attribute)
+        and receiver.func.attr.value in TRANSFERS
+    )
+
+
+def _local_never_read_again(
+    ctx: RuleContext, receiver: cst.BaseExpression, statement: cst.Expr
+) -> bool:
+    """Is the receiver a local variable of the enclosing function (bound there, not a parameter,
+    global or captured name) that no later statement names, and not inside a loop that names it
+    again? The bug this rule is for is code that goes on to use the tensor as if it had moved;
+    when nothing uses it again, the statement is run for what the copy does (a profiler test's
+    device-to-host copy, a synchronization), and nothing can go wrong."""
+    if not isinstance(receiver, cst.Name):
+        return False
+    function = None
+    loop = None
+    for ancestor in ctx.positions.ancestors(statement):
+        if isinstance(ancestor, (cst.For, cst.While)):
+            loop = ancestor  # the outermost loop in the function: all of it may run again
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            function = ancestor
+            break
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    references = _References(receiver.value)
+    walk(function.params, references)
+    if references.names:
+        return False  # a parameter: the caller may use it again
+    walk(function.body, references)
+    if references.elsewhere or not references.bound:
+        return False
+    here = source_order(statement)
+    start = here if loop is None else source_order(loop)
+    if here is None or start is None:
+        return False
+    for name in references.names:
+        if name is receiver:
+            continue
+        at = source_order(name)
+        if at is None or at > here or at > start:
+            return False  # named later, or earlier in a loop that comes back to it
+    return True
+
+
+class _References(cst.CSTVisitor):
+    """The references to one name in a function (not attribute names or keywords), whether it is
+    bound there, and whether it is named in a nested function or lambda, or declared ``global`` or
+    ``nonlocal`` (then other code may read it)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.names: list[cst.Name] = []
+        self.bound = False
+        self.elsewhere = False
+        self.depth = 0
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            if self.depth:
+                self.elsewhere = True
+            self.names.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        walk(node.value, self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        walk(node.value, self)
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name) and node.target.value == self.name:
+            self.bound = True
+
+    def visit_Global(self, node: cst.Global) -> None:
+        if any(item.name.value == self.name for item in node.names):
+            self.elsewhere = True
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        if any(item.name.value == self.name for item in node.names):
+            self.elsewhere = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth += 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.depth += 1
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.depth -= 1
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.depth += 1
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.depth -= 1
 
 
 def _plain(node: cst.BaseExpression) -> bool:
