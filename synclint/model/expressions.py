@@ -9,6 +9,7 @@ new tensor made there.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
@@ -73,6 +74,11 @@ def _works_among(elements) -> Optional[object]:
     if not works:
         return None
     return works[0] if len(works) == 1 else Alternatives(tuple(works[:8]))
+
+
+#: A local of unknown origin named as the default stream (``default_stream``,
+#: ``default_stream_0``): taken to be the stream the function started on.
+_DEFAULT_STREAM_NAME = re.compile(r"default_stream(?:_?\d+)?$")
 
 
 class ExpressionEvaluator(CallSemantics, KnownValueMethods):
@@ -239,6 +245,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             origin = "attribute" if assigned is None or key[5:] in assigned else "unknown"
         elif key in self.i.params:
             origin = "parameter"
+        elif _DEFAULT_STREAM_NAME.match(key):
+            # `(default_stream_0,) = self.get_default_streams()`: named for what it is.
+            return self.i.entry
         else:
             origin = "unknown"
         stream = StreamValue(key, f"stream `{key}`", origin, None)
@@ -314,7 +323,11 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return True
         return False
 
-    def context(self, node: cst.BaseExpression):
+    def is_stream_context(self, node: cst.BaseExpression) -> bool:
+        """Is ``node`` a call of a stream context (``torch.cuda.stream(s)``), not a stream?"""
+        return isinstance(node, cst.Call) and self.callee_name(node.func) in api.STREAM_CONTEXTS
+
+    def context(self, node: cst.BaseExpression, hint: Optional[str] = None):
         """Classify a ``with`` item: ("stream", StreamValue), ("graph", None) or ("other", value)."""
         if isinstance(node, cst.Call):
             callee = self.callee_name(node.func)
@@ -330,7 +343,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 for arg in node.args:
                     self.ev(arg.value)
                 return "graph", None
-        value = self.ev(node)
+        value = self.ev(node, hint=hint)
         if isinstance(value, StreamValue):
             return "stream", value
         return "other", None

@@ -1079,11 +1079,16 @@ class Interpreter:
         pushed = 0
         graph = 0
         for item in stmt.items:
-            kind, value = self.exprs.context(item.item)
+            hint = dotted(item.asname.name) if item.asname is not None else None
+            kind, value = self.exprs.context(item.item, hint)
             if kind == "stream" and isinstance(value, StreamValue):
                 self.state.current = value
                 self.block_streams.append(value)
                 pushed += 1
+                if item.asname is not None and not self.exprs.is_stream_context(item.item):
+                    # `with torch.Stream(0) as s0:`: a stream is its own context manager, and
+                    # `__enter__` returns it (`torch.cuda.stream(s)`'s context returns nothing).
+                    self.assign(item.asname.name, value, stmt)
             elif kind == "graph":
                 self.emit(OpKind.GRAPH_CAPTURE, item.item)
                 self.graph_depth += 1
