@@ -457,7 +457,11 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             text = self.i.model_code(inner.value) if isinstance(inner, cst.Index) else "i"
             return StreamValue(f"{base.key}[{text}]", f"stream `{base.key}[{text}]`", "created",
                                container=base.key, index=text)
-        if base is None:
+        if base is None or base is HOST or (
+            isinstance(base, Alternatives) and all(v is None or v is HOST for v in base.values)
+        ):
+            # A list whose elements are known (appended, or made by a comprehension), also when
+            # the name was `None` before on some path (`if self._staging is None: ...`).
             key = dotted(node.value)
             if key is not None and key + "[]" in self.state.env:
                 return self.state.env[key + "[]"]
@@ -595,7 +599,25 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return StreamList(key, f"streams `{key}`")
         for comp in self._comprehensions(node):
             self.ev(comp.iter)
+        if hint is not None and isinstance(node, cst.ListComp) and self._allocation(element):
+            # `self._staging = [torch.empty(n).pin_memory() for _ in range(k)]`: one element
+            # stands for all of them, kept as the list's element (`self._staging[i]`), so that
+            # a pinned staging buffer taken from the list is known to live on the host.
+            made = self.ev(element)
+            if storages_of(made) and all(s.on_host for s in storages_of(made)):
+                self.state.env[hint + "[]"] = made
         return None
+
+    def _allocation(self, node: cst.BaseExpression) -> bool:
+        """Is ``node`` a ``torch`` factory call, perhaps pinned or moved to the host
+        (``torch.empty(n).pin_memory()``)? Evaluating it does nothing but allocate."""
+        while (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("pin_memory", "cpu")
+        ):
+            node = node.func.value
+        return isinstance(node, cst.Call) and self.callee_name(node.func) in api.TENSOR_FACTORIES
 
     ex_GeneratorExp = ex_SetComp = ex_ListComp
 
