@@ -154,6 +154,8 @@ class CallSemantics:
             key = label if "." in label else f"{label}@{i.site_number(node)}"
             event = EventValue(key, f"event `{label}`", enable, node)
             op.event = event
+            if "@" in key:
+                self.state.born = self.state.born | {key}  # see `join`: made on this path
             return event
         if name in api.CURRENT_STREAM:
             self.args(node)

@@ -438,8 +438,9 @@ def _informative(value) -> bool:
         return any(_informative(item) for item in value.items)
     if isinstance(value, Alternatives):
         # `if dist.is_initialized(): self.handle = dist.all_reduce(..., async_op=True)`: a
-        # Work on some paths is what other methods wait on (DINOv2's center update).
-        return holds_work(value)
+        # Work on some paths is what other methods wait on (DINOv2's center update); so is an
+        # event recorded on some paths (`self._in_flight_copy`, synchronized on the next call).
+        return holds_work(value) or any(isinstance(v, EventValue) for v in value.values)
     return isinstance(value, (Storage, StreamValue, EventValue, StreamList, WorkValue))
 
 
@@ -485,14 +486,21 @@ class _Exports:
                 if id(access.op.node) in interp.handed_work:
                     continue  # a collective whose `Work` an unknown callee took, to wait on it
                 out.accesses.append(access)
-        for name, value in state.env.items():
-            if not (name.startswith("self.") and isinstance(value, EventValue)):
+        for name, bound in state.env.items():
+            if not name.startswith("self."):
                 continue
-            event_state = state.events.get(value.key)
-            if event_state is None:
-                continue
-            covered = [a for a in out.accesses if event_state.vc.get(a.stream.key, 0) >= a.op.seq]
-            out.events[value.key] = (value, covered, event_state.recorded_by)
+            # `self._in_flight = self._copy_async()` under a condition: an event on some paths
+            # (None on the others) is still the event the next call waits on.
+            for value in bound.values if isinstance(bound, Alternatives) else (bound,):
+                if not isinstance(value, EventValue):
+                    continue
+                event_state = state.events.get(value.key)
+                if event_state is None:
+                    continue
+                covered = [
+                    a for a in out.accesses if event_state.vc.get(a.stream.key, 0) >= a.op.seq
+                ]
+                out.events[value.key] = (value, covered, event_state.recorded_by)
         return out
 
     @classmethod

@@ -52,8 +52,9 @@ class State:
     events: dict = field(default_factory=dict)  # event key -> EventState
     history: dict = field(default_factory=dict)  # storage id -> tuple[Access, ...]
     dead: bool = False
-    #: Streams made on this path (keys of creation sites, ``copy_stream@3``). A join keeps the
-    #: clock of a stream made on one arm only: on the other, that stream does not exist yet.
+    #: Streams and events made on this path (keys of creation sites, ``copy_stream@3``). A join
+    #: keeps the clock of a stream, and the recording of an event, made on one arm only: on the
+    #: other, that stream or event does not exist yet.
     born: frozenset = frozenset()
 
     def copy(self) -> "State":
@@ -118,6 +119,12 @@ def join(a: State, b: State) -> State:
             recorded = ea.recorded_by + tuple(op for op in eb.recorded_by if op not in ea.recorded_by)
             stream = ea.stream if ea.stream is not None and eb.stream is not None and ea.stream.key == eb.stream.key else None
             out.events[key] = EventState(vc_meet(ea.vc, eb.vc), recorded, stream)
+        elif (key in a.born) is not (key in b.born):
+            # Made (and recorded) on one arm only: on the other it does not exist, so whoever
+            # waits on it after the join waits on that arm's recording (a copy started with its
+            # event under `if should_collect():`, the event kept for the next call).
+            only = ea or eb
+            out.events[key] = EventState(dict(only.vc), only.recorded_by, only.stream)
         else:
             only = ea or eb
             out.events[key] = EventState({}, only.recorded_by, only.stream)
