@@ -207,3 +207,56 @@ def test_stream_synchronize_called_through_the_class_blocks_the_host():
     assert not side.query()
     torch.cuda.Stream.synchronize(side)
     assert side.query()
+
+
+def test_a_stream_is_its_own_context_manager_and_enter_returns_it():
+    """``Interpreter.st_With``: ``with torch.Stream(...) as s0:`` makes the new stream current and
+    binds it to ``s0``; ``torch.cuda.stream(s)``'s context binds nothing useful."""
+    with torch.Stream(device="cuda") as s0:
+        assert isinstance(s0, torch.Stream)
+        assert torch.cuda.current_stream().stream_id == s0.stream_id
+    assert torch.cuda.current_stream().stream_id != s0.stream_id
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side) as bound:
+        assert bound is None
+
+
+def test_work_between_capture_begin_and_capture_end_runs_only_at_replay():
+    """``Interpreter.capture_by_hand``: what is issued between ``g.capture_begin()`` and
+    ``g.capture_end()`` is recorded into the graph, not run: the tensor changes at replay."""
+    counter = torch.zeros(1, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side):
+        graph.capture_begin()
+        counter.add_(1)
+        graph.capture_end()
+    torch.cuda.synchronize()
+    assert counter.item() == 0.0
+    graph.replay()
+    torch.cuda.synchronize()
+    assert counter.item() == 1.0
+
+
+def test_wait_tensor_waits_for_in_flight_work_only_where_it_is_registered(tmp_path):
+    """``api.WAIT_TENSOR``: under ``allow_inflight_collective_as_graph_input_ctx()`` an
+    ``async_op=True`` collective registers its work and ``wait_tensor(t)`` waits for it (the
+    registry empties); outside, nothing is registered and ``wait_tensor`` finds nothing to wait
+    on (the recall the model gives up, for precision)."""
+    from torch.distributed import _functional_collectives as funcol
+
+    registry = torch._C._distributed_c10d._get_work_registry_size
+    with _one_rank_group("nccl", tmp_path) as dist:
+        with funcol.allow_inflight_collective_as_graph_input_ctx():
+            x = torch.ones(1 << 20, device="cuda")
+            dist.all_reduce(x, async_op=True)
+            assert registry() == 1
+            torch.ops.c10d_functional.wait_tensor(x)
+            assert registry() == 0
+        y = torch.ones(1 << 20, device="cuda")
+        dist.all_reduce(y, async_op=True)
+        assert registry() == 0
+        torch.ops.c10d_functional.wait_tensor(y)
+        torch.cuda.synchronize()
+        assert x.min().item() == 1.0 and y.min().item() == 1.0
