@@ -40,8 +40,12 @@ STREAM_CLASSES = frozenset(
     {"torch.cuda.Stream", "torch.cuda.streams.Stream", "torch.xpu.Stream", "torch.Stream"}
 )
 STREAM_PARAMETERS = {
-    "torch.Stream": ("device", "priority"),
+    # `torch.Stream(device=None, *, priority=0)`, or rebuilt from a stream's three numbers:
+    # `torch.Stream(stream_id, device_index, device_type, *, priority=0)`.
+    "torch.Stream": ("device", "priority", "stream_id", "device_index", "device_type"),
 }
+#: How many positional arguments ``torch.Stream`` accepts: a device, or a stream's three numbers.
+GENERIC_STREAM_POSITIONAL = (0, 1, 3)
 DEFAULT_STREAM_PARAMETERS = (
     "device",
     "priority",

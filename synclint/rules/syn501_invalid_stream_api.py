@@ -21,6 +21,7 @@ from synclint.model.bindings import iter_calls
 from synclint.model.file_facts import import_resolver, tensor_facts
 from synclint.model.torchapi import (
     EVENT_CLASSES,
+    GENERIC_STREAM_POSITIONAL,
     STREAM_CLASSES,
     STREAM_CONTEXTS,
     STREAM_POSITIONAL,
@@ -95,6 +96,8 @@ class InvalidStreamApi(Rule):
             elif qualname in EVENT_CLASSES:
                 params = event_parameters(qualname)
                 yield from self._keywords(ctx, call, qualname, params, len(params), "Event")
+            elif qualname == "torch.Stream":
+                yield from self._generic_stream(ctx, call)
             elif qualname in STREAM_CLASSES:
                 params = stream_parameters(qualname)
                 yield from self._keywords(ctx, call, qualname, params, STREAM_POSITIONAL, "Stream")
@@ -118,6 +121,21 @@ class InvalidStreamApi(Rule):
             fix=fix,
             data={"misuse": "no-such-function", "replacement": right},
         )
+
+    def _generic_stream(self, ctx, call: cst.Call) -> Iterable[Diagnostic]:
+        """``torch.Stream`` takes a device (one positional argument) or a stream's three numbers
+        (``torch.Stream(s.stream_id, s.device_index, s.device_type)``), never two or four."""
+        count = len(positional(call))
+        params = stream_parameters("torch.Stream")
+        if count not in GENERIC_STREAM_POSITIONAL and not has_star_args(call):
+            yield ctx.diagnostic(
+                self,
+                call,
+                "`Stream` takes one positional argument (device) or three (stream_id, "
+                f"device_index, device_type), not {count}; this call raises TypeError",
+                data={"misuse": "too-many-arguments"},
+            )
+        yield from self._keywords(ctx, call, "torch.Stream", params, len(params), "Stream")
 
     def _keywords(self, ctx, call: cst.Call, qualname: str, params, max_positional: int, kind: str):
         short = qualname.rsplit(".", 1)[1]
