@@ -260,3 +260,26 @@ def test_wait_tensor_waits_for_in_flight_work_only_where_it_is_registered(tmp_pa
         torch.ops.c10d_functional.wait_tensor(y)
         torch.cuda.synchronize()
         assert x.min().item() == 1.0 and y.min().item() == 1.0
+
+
+def test_entering_an_accelerator_graph_synchronizes_then_captures():
+    """``api.GRAPH_OBJECTS``: ``with s, g:`` on a ``torch.accelerator.Graph`` waits for the
+    device's work so far (its ``__enter__`` synchronizes), then records the block without
+    running it."""
+    graph_class = getattr(getattr(torch, "accelerator", None), "Graph", None)
+    if graph_class is None:
+        pytest.skip("no torch.accelerator.Graph in this torch")
+    x = torch.ones(4, device="cuda")
+    y = torch.zeros(4, device="cuda")
+    side = torch.cuda.Stream()
+    g = graph_class()
+    torch.cuda._sleep(SPIN)
+    before = time.perf_counter()
+    with side, g:
+        assert time.perf_counter() - before > 0.1  # the spin finished before capture began
+        y.copy_(x + 1)
+    torch.cuda.synchronize()
+    assert y.sum().item() == 0.0
+    g.replay()
+    torch.cuda.synchronize()
+    assert y.sum().item() == 8.0

@@ -17,6 +17,9 @@ STREAM_CONTEXTS = {"torch.cuda.stream"}
 SET_STREAM = {"torch.cuda.set_stream"}
 DEVICE_SYNC = {"torch.cuda.synchronize"}
 GRAPH_CONTEXTS = {"torch.cuda.graph"}
+#: Graph objects that are their own capture context (``g = torch.accelerator.Graph()``, then
+#: ``with g:``); entering one synchronizes the device first.
+GRAPH_OBJECTS = {"torch.cuda.Graph"}
 #: Stream/Event constructor keywords PyTorch accepts (SYN501 reports others).
 STREAM_KEYWORDS = {"device", "priority", "stream_id", "device_index", "device_type", "stream_ptr"}
 EVENT_KEYWORDS = {"enable_timing", "blocking", "interprocess", "external", "device"}

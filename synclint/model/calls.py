@@ -28,6 +28,7 @@ from synclint.model.values import (
     HOST,
     Alternatives,
     EventValue,
+    GraphValue,
     ModuleRef,
     Storage,
     StreamValue,
@@ -202,6 +203,9 @@ class CallSemantics:
             return self.collective(node, name)
         if name in api.WAIT_TENSOR:
             return self.wait_tensor(node)
+        if name in api.GRAPH_OBJECTS:
+            self.args(node)
+            return GraphValue()
         if name == api.BARRIER and self.barrier(node):
             return HOST
         if name in api.TENSOR_FACTORIES or name in api.LIKE_FACTORIES:

@@ -29,6 +29,7 @@ from synclint.model.values import (
     HOST_NAME,
     Alternatives,
     EventValue,
+    GraphValue,
     HostValue,
     ModuleRef,
     Storage,
@@ -346,6 +347,11 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         value = self.ev(node, hint=hint)
         if isinstance(value, StreamValue):
             return "stream", value
+        if isinstance(value, GraphValue):
+            # `with g:` on a `torch.accelerator.Graph`: `__enter__` synchronizes the device,
+            # then captures until the block ends.
+            self.sync_device(node, "device", "torch.accelerator.Graph")
+            return "graph", None
         return "other", None
 
     def element_of(self, iterable, target: cst.BaseExpression, source: Optional[cst.BaseExpression] = None):

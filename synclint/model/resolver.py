@@ -30,6 +30,7 @@ _NAME_ALIASES = {
     "torch.cuda.set_stream": "torch.cuda.set_stream",
     "torch.cuda.current_device_stream": "torch.cuda.current_stream",
     "torch.cuda.graphs.graph": "torch.cuda.graph",
+    "torch.cuda.graphs.Graph": "torch.cuda.Graph",
     "torch.cuda.CUDAGraph": "torch.cuda.CUDAGraph",
     "torch.cuda.get_stream": "torch.cuda.current_stream",
 }

@@ -160,6 +160,16 @@ class HostValue:
 HOST = HostValue()
 
 
+class GraphValue(HostValue):
+    """A graph object whose ``with g:`` captures (``torch.accelerator.Graph()``): no tensor,
+    stream or event itself."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<graph>"
+
+
 @dataclass(eq=False)
 class Alternatives:
     """A name bound to different values on different paths (after an ``if``)."""
