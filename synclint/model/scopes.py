@@ -444,6 +444,24 @@ def _informative(value) -> bool:
     return isinstance(value, (Storage, StreamValue, EventValue, StreamList, WorkValue))
 
 
+def _opens_with_a_stream_sync(interp: Interpreter) -> Optional[str]:
+    """The key of the attribute stream a method synchronizes the host with before it does
+    anything else on any stream (its first op after the entry ops), or None."""
+    for op in interp.model.ops:
+        if op.kind == OpKind.ENTRY:
+            continue
+        target = op.target
+        if (
+            op.kind == OpKind.HOST_SYNC
+            and target is not None
+            and target.key.startswith("self.")
+            and target.key != interp.entry.key
+        ):
+            return target.key
+        return None
+    return None
+
+
 def _attributes(interp: Interpreter) -> dict:
     """Attribute bindings (``self.x``) at the end of a method, on any path."""
     return {k: v for k, v in interp.state.env.items() if k.startswith(("self.", "cls."))}
@@ -546,6 +564,12 @@ class _Exports:
         ]
         if records:
             self.accesses = [a for a in self.accesses if not _covered_by(a, records)]
+        # Likewise a method that starts by waiting for a stream of the object on the host
+        # (`wait_for_layer_load` opens with `self._recv_stream.synchronize()`): the caller calls
+        # it before the methods that reuse what that stream was given.
+        synced = {key for interp in interps if (key := _opens_with_a_stream_sync(interp))}
+        if synced:
+            self.accesses = [a for a in self.accesses if a.stream.key not in synced]
 
     def seed(self, interp: Interpreter) -> None:
         """Replay open accesses as ENTRY ops on their streams, before the method's first statement."""
