@@ -119,7 +119,9 @@ def join(a: State, b: State) -> State:
             recorded = ea.recorded_by + tuple(op for op in eb.recorded_by if op not in ea.recorded_by)
             stream = ea.stream if ea.stream is not None and eb.stream is not None and ea.stream.key == eb.stream.key else None
             out.events[key] = EventState(vc_meet(ea.vc, eb.vc), recorded, stream)
-        elif (key in a.born) is not (key in b.born):
+        elif (ea is not None and key in a.born and key not in b.born) or (
+            eb is not None and key in b.born and key not in a.born
+        ):
             # Made (and recorded) on one arm only: on the other it does not exist, so whoever
             # waits on it after the join waits on that arm's recording (a copy started with its
             # event under `if should_collect():`, the event kept for the next call).
