@@ -25,10 +25,10 @@ from synclint.model.resolver import canonical, dotted
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
 from synclint.model.values import (
+    GRAPH,
     HOST,
     Alternatives,
     EventValue,
-    GraphValue,
     ModuleRef,
     Storage,
     StreamValue,
@@ -205,7 +205,7 @@ class CallSemantics:
             return self.wait_tensor(node)
         if name in api.GRAPH_OBJECTS:
             self.args(node)
-            return GraphValue()
+            return GRAPH
         if name == api.BARRIER and self.barrier(node):
             return HOST
         if name in api.TENSOR_FACTORIES or name in api.LIKE_FACTORIES:
@@ -433,16 +433,20 @@ class CallSemantics:
             self.i.host_sees(done_with(op))
         return storage
 
+    def device_text(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
+        """The device a device argument writes out (``"cuda:0"``, ``torch.device("xla")``)."""
+        if isinstance(node, cst.Call) and self.callee_name(node.func) == "torch.device":
+            args = _positional(node)
+            node = args[0] if args else None
+        return _string(node)
+
     def device_of(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
         """"cpu", "cuda" or None for a device argument."""
         if node is None:
             return None
-        text = _string(node)
+        text = self.device_text(node)
         if text is not None:
             return "cpu" if text.startswith("cpu") else ("cuda" if text.startswith(("cuda", "xpu")) else None)
-        if isinstance(node, cst.Call) and self.callee_name(node.func) == "torch.device":
-            args = _positional(node)
-            return self.device_of(args[0]) if args else None
         if isinstance(node, cst.Attribute) and node.attr.value == "device":
             storages = storages_of(self.ev(node.value))
             return storages[0].device if storages else None

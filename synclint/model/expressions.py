@@ -210,7 +210,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                                      device="cpu" if key and HOST_NAME.search(key.rsplit(".", 1)[-1]) else None)
         if key is not None and (key.startswith("self.") or key in self.state.env):
             self.i.bind(key, storage)
-        made_on = self.i.made_on.get(key.split(".")[0]) if key is not None else None
+        made_on = self.i.made_on_stream(key)
         if made_on is not None and made_on.key == self.state.current.key:
             # `model = Gen("cpu")`, then `model.net.to(dev)` on the same stream: made by that call
             # here, earlier on this stream, not by the caller.
@@ -324,12 +324,10 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return True
         return False
 
-    def is_stream_context(self, node: cst.BaseExpression) -> bool:
-        """Is ``node`` a call of a stream context (``torch.cuda.stream(s)``), not a stream?"""
-        return isinstance(node, cst.Call) and self.callee_name(node.func) in api.STREAM_CONTEXTS
-
     def context(self, node: cst.BaseExpression, hint: Optional[str] = None):
-        """Classify a ``with`` item: ("stream", StreamValue), ("graph", None) or ("other", value)."""
+        """Classify a ``with`` item: ("stream", StreamValue) for a stream context
+        (``torch.cuda.stream(s)``), ("stream-itself", StreamValue) for a stream used as its own
+        context manager (``torch.Stream(0)``), ("graph", None) or ("other", value)."""
         if isinstance(node, cst.Call):
             callee = self.callee_name(node.func)
             if callee in api.STREAM_CONTEXTS:
@@ -346,7 +344,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 return "graph", None
         value = self.ev(node, hint=hint)
         if isinstance(value, StreamValue):
-            return "stream", value
+            return "stream-itself", value
         if isinstance(value, GraphValue):
             # `with g:` on a `torch.accelerator.Graph`: `__enter__` synchronizes the device,
             # then captures until the block ends.

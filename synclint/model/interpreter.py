@@ -34,6 +34,7 @@ from synclint.model.timeline import (
     OpKind,
     ordered,
 )
+from synclint.model.torchapi import capture_method
 from synclint.model.values import (
     HOST,
     HOST_NAME,
@@ -535,10 +536,9 @@ class Interpreter:
 
     def st_Expr(self, stmt: cst.Expr) -> None:
         value = stmt.value
-        if value.__class__ is cst.Call and value.func.__class__ is cst.Attribute:
-            method = value.func.attr.value
-            if method == "capture_begin" or method == "capture_end":
-                self.capture_by_hand(method, value)
+        method = capture_method(value)
+        if method is not None:
+            self.capture_by_hand(method, value)
         self.exprs.ev(value)
 
     def capture_by_hand(self, method: str, call: cst.Call) -> None:
@@ -576,12 +576,7 @@ class Interpreter:
             elif self.stream_tests:
                 self.stream_tests.pop(target.value, None)  # rebound: no longer that test
         hint = dotted(target) or "tensor"
-        if (
-            self.manual_captures
-            and stmt.value.__class__ is cst.Call
-            and stmt.value.func.__class__ is cst.Attribute
-            and stmt.value.func.attr.value == "capture_end"
-        ):
+        if self.manual_captures and capture_method(stmt.value) == "capture_end":
             self.capture_by_hand("capture_end", stmt.value)  # `graph = wp.capture_end()`
         self.exprs.stored_node = stmt.value
         value = self.exprs.ev(stmt.value, hint=hint)
@@ -708,12 +703,9 @@ class Interpreter:
 
     # -- binding --------------------------------------------------------------------------------
 
-    def _made_with(self, value: Optional[cst.BaseExpression]) -> Optional[StreamValue]:
-        """The stream the object ``value`` names (``m``, ``m.module``) was made on by a call here."""
-        if value is None or not self.made_on:
-            return None
-        key = dotted(value)
-        return None if key is None else self.made_on.get(key.split(".", 1)[0])
+    def made_on_stream(self, key: Optional[str]) -> Optional[StreamValue]:
+        """The stream on which a call here made the object ``key`` names (``m``, ``m.module``)."""
+        return self.made_on.get(key.split(".", 1)[0]) if key and self.made_on else None
 
     def assign(self, target: cst.BaseExpression, value, stmt: cst.CSTNode) -> None:
         if type(target) is cst.Name:
@@ -726,7 +718,7 @@ class Interpreter:
                 # Made by this call, here, on this stream (an object, or what may be a tensor):
                 # its attributes are too (`m = Loss(cfg)` then `m.ln_var.item()`).
                 self.made_on[target.value] = self.state.current
-            elif (made := self._made_with(call)) is not None:
+            elif self.made_on and (made := self.made_on_stream(dotted(call))) is not None:
                 self.made_on[target.value] = made  # `loss = module.loss`: part of that object
             else:
                 self.made_on.pop(target.value, None)
@@ -1081,19 +1073,17 @@ class Interpreter:
         for item in stmt.items:
             hint = dotted(item.asname.name) if item.asname is not None else None
             kind, value = self.exprs.context(item.item, hint)
-            if kind == "stream" and isinstance(value, StreamValue):
+            if kind in ("stream", "stream-itself") and isinstance(value, StreamValue):
                 self.state.current = value
                 self.block_streams.append(value)
                 pushed += 1
-                if item.asname is not None and not self.exprs.is_stream_context(item.item):
-                    # `with torch.Stream(0) as s0:`: a stream is its own context manager, and
-                    # `__enter__` returns it (`torch.cuda.stream(s)`'s context returns nothing).
-                    self.assign(item.asname.name, value, stmt)
             elif kind == "graph":
                 self.emit(OpKind.GRAPH_CAPTURE, item.item)
                 self.graph_depth += 1
                 graph += 1
             if item.asname is not None and kind not in ("stream", "graph"):
+                # `with torch.Stream(0) as s0:` binds the stream, whose `__enter__` returns it;
+                # `torch.cuda.stream(s)`'s context returns nothing.
                 self.assign(item.asname.name, value, stmt)
         self.suite(stmt.body)
         for _ in range(pushed):

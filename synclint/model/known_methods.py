@@ -17,7 +17,6 @@ from synclint.model.call_args import (
     _is_true,
     _keyword,
     _positional,
-    _string,
     is_dtype_name,
     mark_host,
 )
@@ -136,15 +135,6 @@ class KnownValueMethods:
             self.i.emit(OpKind.WORK_WAIT, node, target=work.stream)
             self.i.wait_stream(self.state.current, work.stream)
         return HOST
-
-    def _names_another_device(self, node: cst.BaseExpression) -> bool:
-        """Is ``node`` a device written out that is neither the host nor a CUDA (or XPU) device
-        (``"xla"``, ``torch.device("mps")``)? Then ``.to(node)`` is no CUDA upload."""
-        if isinstance(node, cst.Call) and self.callee_name(node.func) == "torch.device":
-            args = _positional(node)
-            node = args[0] if args else None
-        text = _string(node)
-        return text is not None and not text.startswith(("cpu", "cuda", "xpu"))
 
     def tensor_method(self, node: cst.Call, receiver, method: str, hint: Optional[str]):
         i = self.i
@@ -289,8 +279,10 @@ class KnownValueMethods:
                     and _names_a_dtype(self.state.env.get(device_node.value))
                 ):
                     target = src.device
-                elif src.on_host and not self._names_another_device(device_node):
-                    target = "cuda"  # `.to(device)` from a CPU tensor is almost always an upload
+                elif src.on_host and self.device_text(device_node) is None:
+                    # `.to(device)` from a CPU tensor is almost always an upload; not to a device
+                    # written out as another kind (`"xla"`, `torch.device("mps")`).
+                    target = "cuda"
             if len(positional) > 1 and _is_true(positional[1]):
                 non_blocking = True
         else:

@@ -447,19 +447,10 @@ def _informative(value) -> bool:
 def _opens_with_a_stream_sync(interp: Interpreter) -> Optional[str]:
     """The key of the attribute stream a method synchronizes the host with before it does
     anything else on any stream (its first op after the entry ops), or None."""
-    for op in interp.model.ops:
-        if op.kind == OpKind.ENTRY:
-            continue
-        target = op.target
-        if (
-            op.kind == OpKind.HOST_SYNC
-            and target is not None
-            and target.key.startswith("self.")
-            and target.key != interp.entry.key
-        ):
-            return target.key
+    first = next((op for op in interp.model.ops if op.kind != OpKind.ENTRY), None)
+    if first is None or first.kind != OpKind.HOST_SYNC or first.target is None:
         return None
-    return None
+    return first.target.key if first.target.key.startswith("self.") else None
 
 
 def _attributes(interp: Interpreter) -> dict:

@@ -162,21 +162,25 @@ def _simple_assignments(stmt: cst.CSTNode) -> Iterable[tuple[str, cst.BaseExpres
                 yield target.value, small.value
 
 
-def capture_call(statement: cst.CSTNode) -> str | None:
-    """``"capture_begin"`` or ``"capture_end"`` when ``statement`` is that call alone, bare or
-    assigned (warp's ``graph = wp.capture_end()`` returns the graph): the two ends of a CUDA
+def capture_method(value: cst.BaseExpression | None) -> str | None:
+    """``"capture_begin"`` or ``"capture_end"`` when ``value`` calls one: the two ends of a CUDA
     graph captured by hand (``g.capture_begin()`` ... ``g.capture_end()``), where work is
-    recorded, not run."""
+    recorded, not run. Asked of every expression statement the model walks: attribute tests only."""
+    if value.__class__ is not cst.Call:
+        return None
+    func = value.func
+    name = func.attr.value if func.__class__ is cst.Attribute else getattr(func, "value", None)
+    return name if name == "capture_begin" or name == "capture_end" else None
+
+
+def capture_call(statement: cst.CSTNode) -> str | None:
+    """:func:`capture_method` of ``statement`` when it is that call alone, bare or assigned
+    (warp's ``graph = wp.capture_end()`` returns the graph)."""
     if statement.__class__ is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
-    if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)) and isinstance(
-        small.value, cst.Call
-    ):
-        func = small.value.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
-        if name in ("capture_begin", "capture_end"):
-            return name
+    if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)):
+        return capture_method(small.value)
     return None
 
 

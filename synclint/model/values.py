@@ -170,6 +170,9 @@ class GraphValue(HostValue):
         return "<graph>"
 
 
+GRAPH = GraphValue()
+
+
 @dataclass(eq=False)
 class Alternatives:
     """A name bound to different values on different paths (after an ``if``)."""
