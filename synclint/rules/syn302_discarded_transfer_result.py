@@ -55,8 +55,10 @@ class DiscardedTransferResult(Rule):
                 continue  # `a = torch.empty(n)` then `a.pin_memory().cuda()`: the same warm-up
             if _probed(ctx, statement):
                 continue  # `try: x.to(torch.bfloat16) except ...:`: does the device support it?
-            if _round_trip(func.value):
-                continue  # `x.to("cuda").to("cpu")`: a warm-up, never meant to move `x`
+            if _before_transfers(func.value) is not func.value:
+                # `x.to("cuda").to("cpu")`: a chain of moves thrown away cannot be meant to move
+                # anything in place; it is run for what the copies do (a warm-up, a sync).
+                continue
             if _local_never_read_again(ctx, func.value, statement):
                 continue  # `z = x + y` then `z.cpu()`, and `z` is done: nothing expects it moved
             receiver = ctx.code_for(func.value)
@@ -126,20 +128,9 @@ def _named_fresh_tensor_used_once(
     uses = _NameUses(root.value)
     walk(function.params, uses)  # a parameter of that name is not a fresh local
     walk(function.body, uses)
-    if uses.count != 2 or len(uses.bindings) != 1:
+    if len(uses.names) != 2 or len(uses.bindings) != 1:
         return False  # the binding and this statement, nothing else
     return _fresh_factory_tensor(uses.bindings[0], names)
-
-
-def _round_trip(receiver: cst.BaseExpression) -> bool:
-    """Is the receiver itself a transfer (``x.to("xpu")`` in ``x.to("xpu").to("cpu")``)? A chain of
-    moves thrown away cannot be meant to move anything in place: it is run for what the copies do
-    (a warm-up before profiling, a synchronization)."""
-    return (
-        isinstance(receiver, cst.Call)
-        and isinstance(receiver.func, cst.Attribute)
-        and receiver.func.attr.value in TRANSFERS
-    )
 
 
 def _local_never_read_again(
@@ -162,7 +153,7 @@ def _local_never_read_again(
             break
     if not isinstance(function, cst.FunctionDef):
         return False
-    references = _References(receiver.value)
+    references = _NameUses(receiver.value)
     walk(function.params, references)
     if references.names:
         return False  # a parameter: the caller may use it again
@@ -182,14 +173,16 @@ def _local_never_read_again(
     return True
 
 
-class _References(cst.CSTVisitor):
-    """The references to one name in a function (not attribute names or keywords), whether it is
-    bound there, and whether it is named in a nested function or lambda, or declared ``global`` or
-    ``nonlocal`` (then other code may read it)."""
+class _NameUses(cst.CSTVisitor):
+    """The references to one name in a function (not attribute names or keywords), the values of
+    its plain ``name = value`` bindings, whether it is bound at all, and whether it is named in a
+    nested function, lambda or class, or declared ``global`` or ``nonlocal`` (then other code may
+    read it)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.names: list[cst.Name] = []
+        self.bindings: list[cst.BaseExpression] = []
         self.bound = False
         self.elsewhere = False
         self.depth = 0
@@ -201,12 +194,18 @@ class _References(cst.CSTVisitor):
             self.names.append(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        walk(node.value, self)
+        walk(node.value, self)  # `x.name` does not name `name`
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        walk(node.value, self)
+        walk(node.value, self)  # nor does `f(name=...)`
         return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and (
+            node.targets[0].target.value == self.name
+        ):
+            self.bindings.append(node.value)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         if isinstance(node.target, cst.Name) and node.target.value == self.name:
@@ -243,34 +242,6 @@ def _plain(node: cst.BaseExpression) -> bool:
     while isinstance(node, cst.Attribute):
         node = node.value
     return isinstance(node, cst.Name)
-
-
-class _NameUses(cst.CSTVisitor):
-    """Counts the references to one name in a function body (not attribute names or keywords),
-    and keeps the values of plain ``name = value`` bindings."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.count = 0
-        self.bindings: list[cst.BaseExpression] = []
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == self.name:
-            self.count += 1
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        walk(node.value, self)  # `x.name` does not name `name`
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        walk(node.value, self)  # nor does `f(name=...)`
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and (
-            node.targets[0].target.value == self.name
-        ):
-            self.bindings.append(node.value)
 
 
 class _BareCalls(cst.CSTVisitor):
