@@ -42,6 +42,16 @@ def test_unknown_keyword_message_names_the_valid_ones() -> None:
     assert d.data["keyword"] == "enable_timings"
 
 
+def test_generic_stream_with_too_many_arguments_is_reported_once() -> None:
+    # `torch.Stream` takes one positional argument or three: six is one mistake, one finding.
+    found = lint_source("import torch\ns = torch.Stream(1, 2, 3, 4, 5, 6)\n")
+    assert [(d.code, d.message.split(";")[0]) for d in found] == [
+        ("SYN501", "`Stream` takes one positional argument (device) or three (stream_id, "
+         "device_index, device_type), not 6")
+    ]
+    assert codes("import torch\ns = torch.Stream(1, 2, 3, priority=-1)\n") == []
+
+
 def test_graph_capture_checks_only_the_captured_region() -> None:
     found = codes(
         """

@@ -135,7 +135,7 @@ class InvalidStreamApi(Rule):
                 f"device_index, device_type), not {count}; this call raises TypeError",
                 data={"misuse": "too-many-arguments"},
             )
-        yield from self._keywords(ctx, call, "torch.Stream", params, len(params), "Stream")
+        yield from self._unknown_keywords(ctx, call, "Stream", params, "Stream")
 
     def _keywords(self, ctx, call: cst.Call, qualname: str, params, max_positional: int, kind: str):
         short = qualname.rsplit(".", 1)[1]
@@ -147,6 +147,9 @@ class InvalidStreamApi(Rule):
                 f"({', '.join(params[:max_positional])}); this call raises TypeError",
                 data={"misuse": "too-many-arguments"},
             )
+        yield from self._unknown_keywords(ctx, call, short, params, kind)
+
+    def _unknown_keywords(self, ctx, call: cst.Call, short: str, params, kind: str):
         for arg in call.args:
             if arg.keyword is None or arg.keyword.value in params:
                 continue
