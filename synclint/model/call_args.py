@@ -47,6 +47,20 @@ _SYNC_NAME = re.compile(
     r"|(?<=[a-z0-9])(Sync|Synced|Synchroni[sz]ed?)(?=[A-Z_]|$)"
 )
 _STREAM_ONLY_METHODS = {"wait_stream", "wait_event", "record_event"}
+#: A setter's name: ``set_position_ids``, ``set_buffer`` (not the tensor method ``set_``).
+_SETTER_NAME = re.compile(r"set_[A-Za-z0-9]")
+
+
+def a_setter(node: cst.Call, name: str) -> bool:
+    """A call of a function or method named ``set_<something>`` with one plain argument: it keeps
+    the value (MindSpeed's ``set_actual_seq_len(buffer)``, right after the buffer's receive was
+    started). A setter that copies data in takes its target too (``set_weights(model, w)``)."""
+    return (
+        _SETTER_NAME.match(name) is not None
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+        and not node.args[0].star
+    )
 
 
 def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:

@@ -19,6 +19,7 @@ from synclint.model.call_args import (
     _narrow,
     _positional,
     _string,
+    a_setter,
 )
 from synclint.model.inlining import can_inline, inline_call
 from synclint.model.resolver import canonical, dotted
@@ -34,6 +35,7 @@ from synclint.model.values import (
     StreamValue,
     TupleValue,
     WorkValue,
+    holds_work,
     storages_of,
 )
 
@@ -333,10 +335,21 @@ class CallSemantics:
         storages = [s for v in values for s in storages_of(v)]
         if not storages:
             return None
+        if a_setter(node, name.rsplit(".", 1)[-1]):
+            return self.kept(values)
         # An object built from tensors (`BroadcastOperation(bucket=buf)`): what its constructor
         # does is unknown, a synchronization included (see ``Op.opaque``).
         constructor = name.rsplit(".", 1)[-1][:1].isupper()
         return self._unknown_result_after_handed_work(values, node, storages, hint, constructor)
+
+    def kept(self, values):
+        """``xs.append(t)``, ``set_actual_seq_len(buf)``: the callee keeps the values (in a
+        container, ``global _X; _X = buf``) for later use, reading nothing now."""
+        for value in values:
+            for storage in storages_of(value):
+                storage.escapes = True
+            self.i.arguments_kept(value)
+        return None
 
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
         if method in ("wait_stream", "wait_event", "record_event") or (
@@ -372,15 +385,11 @@ class CallSemantics:
         values = self.args(node)
         self.handed_to_unknown(node, values, method)
         if method in ("append", "insert") and values and (
-            any(isinstance(v, WorkValue) for v in values) or self.local_list(func.value)
+            any(holds_work(v) for v in values) or self.local_list(func.value)
         ):
             self.i.keep_in_container(func.value, values[-1])
-        if method in api.STORING_METHODS:
-            for value in values:
-                for storage in storages_of(value):
-                    storage.escapes = True
-                self.i.arguments_kept(value)
-            return None
+        if method in api.STORING_METHODS or a_setter(node, method):
+            return self.kept(values)
         storages = [s for v in values for s in storages_of(v)]
         if storages:
             opaque = is_opaque_method(method)

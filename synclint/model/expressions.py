@@ -77,6 +77,42 @@ def _works_among(elements) -> Optional[object]:
     return works[0] if len(works) == 1 else Alternatives(tuple(works[:8]))
 
 
+#: Arithmetic that counts when its right-hand side is a size, or one (see ``arithmetic_evidence``).
+_COUNTING_OPERATORS = (cst.Add, cst.Subtract, cst.AddAssign, cst.SubtractAssign)
+#: Tensor methods and builtins that give a count of elements, bytes or dimensions.
+_SIZE_QUERIES = frozenset({"numel", "nelement", "size", "dim", "ndimension", "element_size", "len"})
+
+
+def _a_size(node: cst.BaseExpression) -> bool:
+    """A size: ``len(xs)``, ``t.numel()``, ``t.size(0)``, ``t.shape[0]``."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else (
+            func.value if isinstance(func, cst.Name) else None
+        )
+        return name in _SIZE_QUERIES
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    return isinstance(node, cst.Attribute) and node.attr.value == "shape"
+
+
+def _container_key(source: cst.BaseExpression) -> Optional[str]:
+    """The container a ``for`` loop walks: ``works``, ``works.values()``, or the same container on
+    both arms of a test of its type (MindSpeed's ``reqs if isinstance(reqs, list) else
+    reqs.values()``, over a dict of handles)."""
+    if isinstance(source, cst.IfExp):
+        body, orelse = _container_key(source.body), _container_key(source.orelse)
+        return body if body == orelse else None
+    if (
+        isinstance(source, cst.Call)
+        and not source.args
+        and isinstance(source.func, cst.Attribute)
+        and source.func.attr.value == "values"
+    ):
+        source = source.func.value
+    return dotted(source)
+
+
 #: A local of unknown origin named as the default stream (``default_stream``,
 #: ``default_stream_0``): taken to be the stream the function started on.
 _DEFAULT_STREAM_NAME = re.compile(r"default_stream(?:_?\d+)?$")
@@ -359,7 +395,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         under ``works[]``) are elements too, beside those of the literal it was bound to (``works
         = []``, perhaps appended to only on some paths). Of a list bound to ``[]`` here, what was
         appended is all there is."""
-        key = dotted(source) if source is not None else None
+        key = _container_key(source) if source is not None else None
         kept = self.state.env.get(key + "[]") if key is not None else None
         if kept is not None:
             if iterable is None:
@@ -499,11 +535,18 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return self.i.new_storage(f"{storages[0].label}[]", node, origin="unknown", tensor=False)
         if storages:
             self.mark_tensor(storages)
-            if len(storages) == 1 and all(isinstance(e.slice, cst.Slice) for e in node.slice):
-                # A static slice: a view of a region of the base.
+            if all(isinstance(e.slice, cst.Slice) for e in node.slice) and (
+                len(storages) == 1 or isinstance(base, Alternatives)
+            ):
+                # A static slice: a view of a region of the base; of each base a name may be
+                # bound to (`self.comm_output` is `self.output` or a buffer of its own).
                 text = ",".join(self.i.model_code(e) for e in node.slice)
-                return Storage(storages[0].root.id, storages[0].label, base=storages[0], region=text,
-                               alloc_stream=storages[0].alloc_stream, device=storages[0].device)
+                views = tuple(
+                    Storage(s.root.id, s.label, base=s, region=text, alloc_stream=s.alloc_stream,
+                            device=s.device)
+                    for s in storages
+                )
+                return views[0] if len(views) == 1 else Alternatives(views)
             return base
         return None
 
@@ -519,14 +562,28 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             value = self.binary(link, value, self.ev(link.right), hint if link is node else None)
         return value
 
-    def arithmetic_evidence(self, storages, operator: cst.CSTNode) -> bool:
+    def arithmetic_evidence(
+        self, storages, operator: cst.CSTNode, operand: Optional[cst.BaseExpression] = None
+    ) -> bool:
         """Is arithmetic on ``storages`` (``a - b``, ``a -= b``) evidence that they are tensors?
         Only when an operand is known to be one (``rank * n`` on two parameters, ``b -= 1`` on a
-        loop index, are usually integer arithmetic), for ``@``, or inside a stream block."""
-        return (
-            any(s.tensor for s in storages)
-            or isinstance(operator, (cst.MatrixMultiply, cst.MatrixMultiplyAssign))
-            or (bool(self.i.block_streams) and not self.index_depth)
+        loop index, are usually integer arithmetic), for ``@``, or inside a stream block, unless
+        it counts: adds or subtracts a size (``total + p.numel()``) or steps a counter
+        (``idx += 1``), as MindSpeed's prefetch loop does inside its copy stream's block.
+        ``operand`` is the right-hand side."""
+        if any(s.tensor for s in storages) or isinstance(
+            operator, (cst.MatrixMultiply, cst.MatrixMultiplyAssign)
+        ):
+            return True
+        if not self.i.block_streams or self.index_depth:
+            return False
+        if operand is None or not isinstance(operator, _COUNTING_OPERATORS):
+            return True
+        return not _a_size(operand) and not (
+            # `idx += 1`: a counter; `y + 1` is as often a kernel.
+            isinstance(operator, (cst.AddAssign, cst.SubtractAssign))
+            and isinstance(operand, cst.Integer)
+            and operand.value == "1"
         )
 
     def binary(self, node: cst.BinaryOperation, left, right, hint):
@@ -534,7 +591,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return None  # list/tuple arithmetic (`xs + [pad] * n`) is Python, not a kernel
         storages = storages_of(left) + storages_of(right)
         if storages:
-            evidence = self.arithmetic_evidence(storages, node.operator)
+            evidence = self.arithmetic_evidence(storages, node.operator, node.right)
             return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
         return HOST if isinstance(left, HostValue) and isinstance(right, HostValue) else None
 

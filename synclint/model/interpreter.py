@@ -16,6 +16,7 @@ joined with their handlers. Expression handling (calls, tensor methods) lives in
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Callable, Iterable, Optional
 
 import libcst as cst
@@ -107,6 +108,30 @@ def _waits_in(body: cst.BaseSuite) -> list[Optional[str]]:
     return receivers
 
 
+#: Identifiers in a slice's text.
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _other_iterations(first: tuple, second: tuple) -> bool:
+    """Were two accesses to one slice text made in different passes of a loop whose variable
+    the slice's bounds name? Then each pass's slice is another region of the buffer."""
+    if not first or not second:
+        return False
+    walked = dict(first)
+    return any(walked.get(loop_id, walked_now) != walked_now for loop_id, walked_now in second)
+
+
+def _works_in(value) -> list[WorkValue]:
+    """The ``Work`` handles in a value: itself, its alternatives, a tuple's items."""
+    if isinstance(value, WorkValue):
+        return [value]
+    if isinstance(value, Alternatives):
+        return [w for v in value.values for w in _works_in(v)]
+    if isinstance(value, TupleValue):
+        return [w for v in value.items for w in _works_in(v)]
+    return []
+
+
 def _waited_names(body: cst.BaseSuite) -> list[str]:
     """The plain names ``body`` calls ``.wait()`` on in its own statements (``handle.wait()``)."""
     return [r for r in _waits_in(body) if r is not None and "." not in r]
@@ -183,6 +208,12 @@ class Interpreter:
         self.class_methods: dict[str, cst.FunctionDef] = {}
         #: ``torch.cuda.ExternalStream(ptr)`` wraps a stream this file created (``_Builder``).
         self.external_streams_are_new = False
+        #: The file names a GPU somewhere (``cuda``, ``nccl``, ``device``...): see
+        #: :func:`scopes.names_a_device`. Without it, ``Work.wait()`` is a host backend's, which
+        #: blocks the host.
+        self.file_names_a_device = True
+        #: Enclosing ``for`` loops: [id of the statement, its variables, pass of the body].
+        self.for_loops: list[list] = []
         self.inline_stack: list[str] = []
         self.inline_returns: list[list] = []
         self.inline_keep: list[Callable[[], set[int]]] = []  # see inlining._HeldBy
@@ -291,7 +322,8 @@ class Interpreter:
     def access(self, op: Op, storage: Storage, mode: str) -> Access:
         region = storage.region
         storage = storage.root
-        access = Access(op, storage, mode, op.stream, region, frozenset(self.guards))
+        passes = self._loop_passes(region) if region is not None and self.for_loops else ()
+        access = Access(op, storage, mode, op.stream, region, frozenset(self.guards), passes)
         if self.graph_depth:
             return access  # captured into a CUDA graph: recorded now, executed at replay
         if mode == "write" and storage.alloc_op is None and op.site.node is storage.alloc_node:
@@ -300,8 +332,12 @@ class Interpreter:
         for prev in self.state.history.get(storage.id, ()):
             if prev.stream.key == op.stream.key or (prev.mode == "read" and mode == "read"):
                 continue
-            if prev.region is not None and region is not None and prev.region != region:
-                continue  # two different static slices of one buffer
+            if prev.region is not None and region is not None and (
+                prev.region != region or _other_iterations(prev.passes, passes)
+            ):
+                # Two different static slices of one buffer; or one slice text whose bounds name
+                # the loop variable, in two iterations (`out[i * n:(i + 1) * n]`).
+                continue
             if storage.on_host and prev.op.kind == OpKind.ENTRY:
                 continue  # the caller filled host memory on the host: no stream is involved
             if not prev.stream.distinct_from(op.stream):
@@ -313,6 +349,12 @@ class Interpreter:
             self._hazard(prev, access)
         self.state.remember(access)
         return access
+
+    def _loop_passes(self, region: str) -> tuple:
+        """The enclosing ``for`` loops whose variables the slice ``region`` names, each with the
+        pass of its body being walked (:meth:`loop` walks a body twice)."""
+        words = set(_WORD.findall(region))
+        return tuple((loop_id, walked) for loop_id, names, walked in self.for_loops if names & words)
 
     def _hazard(self, first: Access, second: Access) -> None:
         kind = {
@@ -329,8 +371,12 @@ class Interpreter:
 
     def _common_producer(self, first: Access, second: Access) -> Optional[Op]:
         """An op on a third stream that both streams waited for (SYN103), preferring a write of
-        the tensor itself."""
+        the tensor itself. None where one stream waited for the other (a point-to-point stream
+        that started after the current stream's work, which reads its buffer too early): that is
+        SYN101's plain race, not two siblings."""
         pair = (first.stream.key, second.stream.key)
+        if first.op.vc.get(pair[1], 0) > 0 or second.op.vc.get(pair[0], 0) > 0:
+            return None
         for key, count in first.op.vc.items():
             both = min(count, second.op.vc.get(key, 0))
             if key in pair or both <= 0:
@@ -593,7 +639,7 @@ class Interpreter:
         value = self.exprs.ev(stmt.value)
         if storages_of(target):
             evidence = self.exprs.arithmetic_evidence(
-                storages_of(target) + storages_of(value), stmt.operator
+                storages_of(target) + storages_of(value), stmt.operator, stmt.value
             )
             self.exprs.tensor_op(
                 stmt, reads=storages_of(value), writes=storages_of(target), inplace=True,
@@ -620,6 +666,9 @@ class Interpreter:
         value = self.exprs.ev(stmt.value) if stmt.value is not None else None
         returned = storages_of(value)
         self.returned_storages.extend(returned)
+        # A `Work` returned is the caller's to wait on (`return work, output`), as one an unknown
+        # callee took: its collective is not left open for the class's other methods.
+        self.handed_work.update(id(work.node) for work in _works_in(value))
         for storage in returned:
             self.hand_off(storage, stmt)
             storage.escapes = True
@@ -840,12 +889,15 @@ class Interpreter:
         side = self._side_stream_tested(stmt)
         if side is not None:
             return self._optional_branch(stmt, side)
-        optional = _optional_tested(stmt)
-        if optional is not None:
-            return self._optional_branch(stmt, optional)
+        # Before the test of an optional value: in `if recompute: work.wait()` the name tested
+        # is a switch, and the handle waited on is what the branch is about (MindSpeed's
+        # all-gather, started and waited under the same configuration flag).
         handle = self._conditional_work_waited(stmt)
         if handle is not None:
             return self._optional_branch(stmt, handle, waited_on_every_path=True)
+        optional = _optional_tested(stmt)
+        if optional is not None:
+            return self._optional_branch(stmt, optional)
         if stmt.orelse is None and self._device_present(stmt.test):
             # `if torch.cuda.is_initialized(): event.synchronize()`: where the test fails there is
             # no device work at all, so what the branch does (a synchronization) holds after it.
@@ -1039,8 +1091,11 @@ class Interpreter:
             self.param_elements.update(_target_names(stmt.target))
 
         enumerated = _enumerated(stmt)
+        # The loop's variables, and the pass of the body walked now (see `_loop_passes`).
+        loop = [id(stmt), frozenset(_target_names(stmt.target)), -1]
 
         def body() -> None:
+            loop[2] += 1
             if enumerated is None:
                 self.assign(stmt.target, self.exprs.element_of(iterable, stmt.target, stmt.iter), stmt)
             else:  # `for i, t in enumerate(xs)`: `t` is what `for t in xs` binds
@@ -1049,7 +1104,11 @@ class Interpreter:
                 self.assign(target, self.exprs.element_of(self.exprs.ev(source), target, source), stmt)
             self.suite(stmt.body)
 
-        self.loop(body)
+        self.for_loops.append(loop)
+        try:
+            self.loop(body)
+        finally:
+            self.for_loops.pop()
         if stmt.orelse is not None:
             self.suite(stmt.orelse.body)
 

@@ -132,7 +132,12 @@ class KnownValueMethods:
     def work_method(self, node: cst.Call, work: WorkValue, method: str):
         self.args(node)
         if method == "wait":
-            self.i.emit(OpKind.WORK_WAIT, node, target=work.stream)
+            if not self.i.file_names_a_device:
+                # Nothing in the file names a GPU: a host backend (gloo) ran the collective, and its
+                # `Work.wait()` blocks the host until the work is done (see `names_a_device`).
+                self.sync_stream(node, work.stream, "stream")
+            else:
+                self.i.emit(OpKind.WORK_WAIT, node, target=work.stream)
             self.i.wait_stream(self.state.current, work.stream)
         return HOST
 

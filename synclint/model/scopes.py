@@ -79,6 +79,7 @@ class _Builder:
         #: The file makes raw CUDA streams (cuda-python's ``cudaStreamCreate``, the driver's
         #: ``cuStreamCreate``): an ``ExternalStream`` here wraps one of them, a new stream.
         self.creates_raw_streams = "StreamCreate" in text
+        self.names_a_device = names_a_device(text)
 
     def interpreter(
         self, model: FunctionModel, counters: dict, attributes=None, summaries=None
@@ -88,6 +89,7 @@ class _Builder:
         interp.model_code = self.code_for
         interp.module_names = self.module_names
         interp.external_streams_are_new = self.creates_raw_streams
+        interp.file_names_a_device = self.names_a_device
         if model.name.rsplit(".", 1)[-1] in self.thread_targets:
             interp.from_callers_stream = False
         self.interpreters.append(interp)
@@ -366,6 +368,24 @@ _RECEIVER = re.compile(
 )
 
 
+#: Words that show a file deals with a GPU or another accelerator (case is ignored).
+_DEVICE_WORDS = re.compile(
+    r"cuda|nccl|gpu|device|stream|accelerat|(?<![a-z])(?:xpu|npu|hpu|mlu|musa|rocm|hip)",
+    re.IGNORECASE,
+)
+
+
+def names_a_device(text: str) -> bool:
+    """Does the file name a GPU anywhere, in code or comments? PyTorch-BigGraph's parameter server
+    sends and receives its CPU shared-memory tensors with gloo (``td.isend(...)``, then
+    ``work.wait()`` around a host clock) in a file that never says ``cuda``, ``nccl`` or
+    ``device``: nothing there runs on a GPU, and a host backend's ``Work.wait()`` blocks the host.
+    In a file that names no GPU, ``work.wait()`` is taken as that host wait. The collective itself
+    stays asynchronous work (gloo runs it on a background thread: its output is not to be read
+    before the wait on either backend)."""
+    return _DEVICE_WORDS.search(text) is not None
+
+
 def module_names(text: str) -> frozenset[str]:
     """The names (dotted) a file calls a method of ``torch.nn.Module`` on that no tensor has
     (``model.eval()``, ``net.cuda().eval()``, ``self.encoder.parameters()``): modules, whose
@@ -482,6 +502,18 @@ class _Exports:
             if k.startswith("self.")
             for s in ([v] if isinstance(v, Storage) else [])
         }
+        # Handles kept in a container on the object (`self.works.append(work)`) are taken to be
+        # waited, as every handle kept in a container is (`Interpreter.keep_in_container`):
+        # MindSpeed's COC helper waits on them in `run_synchronize`, or returns `self.works` to
+        # its caller. (A handle kept in a plain attribute, `self.handle = work`, is not: DINOv2's
+        # centering never waits on it.)
+        kept_work = {
+            id(value.node)
+            for name, bound in state.env.items()
+            if name.startswith("self.") and name.endswith("[]") and holds_work(bound)
+            for value in (bound.values if isinstance(bound, Alternatives) else (bound,))
+            if isinstance(value, WorkValue)
+        }
         for sid, storage in attribute_storages.items():
             for access in state.history.get(sid, ()):
                 if not access.op.seq or (not keep_entry_stream and access.stream.key == interp.entry.key):
@@ -492,7 +524,7 @@ class _Exports:
                     continue
                 if state.host_vc.get(access.stream.key, 0) >= access.op.seq:
                     continue
-                if id(access.op.node) in interp.handed_work:
+                if id(access.op.node) in interp.handed_work or id(access.op.node) in kept_work:
                     continue  # a collective whose `Work` an unknown callee took, to wait on it
                 out.accesses.append(access)
         for name, bound in state.env.items():

@@ -115,6 +115,9 @@ class Access:
     stream: StreamValue
     region: Optional[str] = None  # the static slice accessed, None for the whole tensor
     guards: frozenset = frozenset()  # the `if` test nodes it was made under (see Interpreter.guard_text)
+    #: For a slice whose bounds name a ``for`` loop's variable: (that loop's id, the pass of the
+    #: loop body it was made in). See :meth:`Interpreter.access`.
+    passes: tuple = ()
 
     @property
     def node(self) -> cst.CSTNode:
