@@ -336,20 +336,20 @@ class CallSemantics:
         if not storages:
             return None
         if a_setter(node, name.rsplit(".", 1)[-1]):
-            return self.kept(values)
+            self.kept(values)
+            return None
         # An object built from tensors (`BroadcastOperation(bucket=buf)`): what its constructor
         # does is unknown, a synchronization included (see ``Op.opaque``).
         constructor = name.rsplit(".", 1)[-1][:1].isupper()
         return self._unknown_result_after_handed_work(values, node, storages, hint, constructor)
 
-    def kept(self, values):
+    def kept(self, values) -> None:
         """``xs.append(t)``, ``set_actual_seq_len(buf)``: the callee keeps the values (in a
         container, ``global _X; _X = buf``) for later use, reading nothing now."""
         for value in values:
             for storage in storages_of(value):
                 storage.escapes = True
             self.i.arguments_kept(value)
-        return None
 
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
         if method in ("wait_stream", "wait_event", "record_event") or (
@@ -389,7 +389,8 @@ class CallSemantics:
         ):
             self.i.keep_in_container(func.value, values[-1])
         if method in api.STORING_METHODS or a_setter(node, method):
-            return self.kept(values)
+            self.kept(values)
+            return None
         storages = [s for v in values for s in storages_of(v)]
         if storages:
             opaque = is_opaque_method(method)
