@@ -155,7 +155,7 @@ class CallSemantics:
             label = hint or "event"
             op = i.emit(OpKind.CREATE_EVENT, node, qualname=name)
             key = label if "." in label else f"{label}@{i.site_number(node)}"
-            event = EventValue(key, f"event `{label}`", enable, node)
+            event = EventValue(key, f"event `{label}`", enable, node, conditional=bool(i.guards))
             op.event = event
             if "@" in key:
                 self.state.born = self.state.born | {key}  # see `join`: made on this path

@@ -89,8 +89,8 @@ def _target_names(target: cst.BaseExpression) -> set:
 
 def _waits_in(body: cst.BaseSuite) -> list[Optional[str]]:
     """For each statement of ``body`` itself, in order: the receiver of ``<receiver>.wait()`` when
-    that is the whole statement (``handle.wait()``), else None (any other statement, or a
-    compound one)."""
+    that is the whole statement (``handle.wait()``), or the event of ``<stream>.wait_event(e)``,
+    else None (any other statement, or a compound one)."""
     lines = body.body if isinstance(body, cst.IndentedBlock) else (body,)
     receivers: list[Optional[str]] = []
     for line in lines:
@@ -99,12 +99,17 @@ def _waits_in(body: cst.BaseSuite) -> list[Optional[str]]:
             continue
         for small in line.body:
             call = small.value if isinstance(small, cst.Expr) else None
-            waits = (
-                isinstance(call, cst.Call)
-                and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "wait"
+            method = (
+                call.func.attr.value
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                else None
             )
-            receivers.append(dotted(call.func.value) if waits else None)
+            if method == "wait":
+                receivers.append(dotted(call.func.value))
+            elif method == "wait_event" and len(call.args) == 1:
+                receivers.append(dotted(call.args[0].value))
+            else:
+                receivers.append(None)
     return receivers
 
 
@@ -132,13 +137,19 @@ def _works_in(value) -> list[WorkValue]:
     return []
 
 
+def _holds_an_event(value) -> bool:
+    """An event, on every path or on some."""
+    values = value.values if isinstance(value, Alternatives) else (value,)
+    return any(isinstance(v, EventValue) for v in values)
+
+
 def _waited_names(body: cst.BaseSuite) -> list[str]:
     """The plain names ``body`` calls ``.wait()`` on in its own statements (``handle.wait()``)."""
     return [r for r in _waits_in(body) if r is not None and "." not in r]
 
 
 def _only_waits_on(body: cst.BaseSuite, name: str) -> bool:
-    """Is ``body`` nothing but ``name.wait()`` calls?"""
+    """Is ``body`` nothing but ``name.wait()`` calls (or waits of streams on ``name``)?"""
     return all(receiver == name for receiver in _waits_in(body))
 
 
@@ -1005,8 +1016,11 @@ class Interpreter:
 
     def _conditional_work_waited(self, stmt: cst.If) -> Optional[str]:
         """``if self.training and dist.is_initialized(): handle.wait()``, no ``else``, where the
-        local ``handle`` holds only ``Work`` started under an ``if`` (VAR's quantizer): the name
-        of the handle, or None.
+        local ``handle`` holds only ``Work`` started under an ``if`` (VAR's quantizer), or only
+        an event made under one (sglang's DeepSeek MoE: ``shared_event =
+        self.alt_stream.record_event()`` when there is an alternate stream, then
+        ``torch.cuda.current_stream().wait_event(shared_event)`` under the same tests written
+        as one): the name of the handle, or None.
 
         The handle exists only where its ``if`` was taken, so code that waits on it under another
         test must mean the same condition (where the two differ it would fail on an unbound name
@@ -1016,8 +1030,13 @@ class Interpreter:
         for name in _waited_names(stmt.body):
             value = self.state.env.get(name)
             values = value.values if isinstance(value, Alternatives) else (value,)
-            works = [v for v in values if isinstance(v, WorkValue)]
-            if works and len(works) == len(values) and all(w.conditional for w in works):
+            handles = [v for v in values if isinstance(v, (WorkValue, EventValue))]
+            if (
+                handles
+                and len(handles) == len(values)
+                and all(h.conditional and (isinstance(h, WorkValue) or h.origin == "created")
+                        for h in handles)
+            ):
                 return name
         return None
 
@@ -1043,11 +1062,14 @@ class Interpreter:
         own = tested.key if tested is not None else key
         if not taken.dead and own in taken.vc:
             result.vc[own] = vc_join(result.vc.get(own, {}), taken.vc[own])
-        if not taken.dead and holds_work(start.env.get(key)) and (
-            waited_on_every_path or _only_waits_on(stmt.body, key)
+        handle = start.env.get(key)
+        if not taken.dead and (
+            (holds_work(handle) and (waited_on_every_path or _only_waits_on(stmt.body, key)))
+            or (waited_on_every_path and _holds_an_event(handle))
         ):
             # `if recv_req is not None: recv_req.wait()`: where the handle is None, no work was
-            # issued through it, so what waiting on it orders holds on both paths.
+            # issued through it, so what waiting on it orders holds on both paths. (Not so for
+            # an optional event: where it is None, the stream may have run work all the same.)
             for stream_key, vc in taken.vc.items():
                 result.vc[stream_key] = vc_join(result.vc.get(stream_key, {}), vc)
         if not taken.dead and tested is not None and own != start.current.key:

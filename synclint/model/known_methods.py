@@ -63,7 +63,9 @@ class KnownValueMethods:
         if method == "record_event":
             event = self.as_event(first, values[0] if values else None) if first is not None else None
             if event is None:
-                event = EventValue(f"event@{len(i.model.ops)}", "the recorded event", False, node)
+                event = EventValue(f"event@{len(i.model.ops)}", "the recorded event", False, node,
+                                   conditional=bool(i.guards))
+                self.state.born = self.state.born | {event.key}  # see `join`: made on this path
             op = i.emit(OpKind.RECORD_EVENT, node, stream=stream, event=event, target=stream)
             i.record_event(event, stream, op)
             return event

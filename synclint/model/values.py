@@ -73,6 +73,8 @@ class EventValue:
     enable_timing: Optional[bool] = None
     created_at: Optional[cst.CSTNode] = None
     origin: str = "created"
+    #: Made under an ``if`` (``if self.alt_stream is not None: ... e = s.record_event()``).
+    conditional: bool = False
 
     def __repr__(self) -> str:
         return f"<event {self.key}>"
