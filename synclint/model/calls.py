@@ -351,7 +351,23 @@ class CallSemantics:
                 storage.escapes = True
             self.i.arguments_kept(value)
 
+    def names_a_device_object(self, node: cst.BaseExpression) -> bool:
+        """Is ``node``, whose value is unknown, more likely a device module than a stream? Its
+        ``synchronize()`` then waits for the whole device, as ``torch.cuda.synchronize()`` does:
+        sglang's ``current_platform.synchronize()`` and ``get_device_module().synchronize()``,
+        ``self.accelerator.synchronize()``. A name that says stream (``copy_stream``,
+        ``self._stream``) or a parameter (``s``) is still taken for a stream."""
+        key = dotted(node)
+        if key is None or "stream" in key.lower():
+            return False
+        root = key.split(".", 1)[0]
+        return root == "self" or root not in self.i.params
+
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
+        if method == "synchronize" and receiver is None and self.names_a_device_object(func.value):
+            self.args(node)
+            self.sync_device(node, "unknown")
+            return HOST
         if method in ("wait_stream", "wait_event", "record_event") or (
             method == "synchronize" and receiver is None
         ):
