@@ -525,7 +525,8 @@ class _Exports:
                 if state.host_vc.get(access.stream.key, 0) >= access.op.seq:
                     continue
                 if id(access.op.node) in interp.handed_work or id(access.op.node) in kept_work:
-                    continue  # a collective whose `Work` an unknown callee took, to wait on it
+                    continue  # a collective whose `Work` another holds (a callee, a container on
+                    # the object, the caller it was returned to), to wait on it
                 out.accesses.append(access)
         for name, bound in state.env.items():
             if not name.startswith("self."):
