@@ -344,13 +344,21 @@ _THREAD_ARGUMENT = re.compile(
 )
 
 
+#: A function handed to an executor: ``self.executor.submit(self.llm_job, prompt, ...)`` runs it on
+#: one of the pool's threads (sglang-omni's talker), as ``Thread(target=...)`` does.
+_SUBMITTED = re.compile(r"\.\s*submit\s*\(\s*(?:self\s*\.\s*)?([A-Za-z_]\w*)\s*[,)]")
+
+
 def _thread_targets(text: str) -> set[str]:
-    """The names a file starts threads with. Read from the whole file's text, not from the tree:
-    the thread is usually started in another definition than the worker, one the slicer leaves
-    out (:mod:`synclint.slicing`)."""
-    if "Thread" not in text:
-        return set()
-    return set(_THREAD_TARGET.findall(text)) | set(_THREAD_ARGUMENT.findall(text))
+    """The names a file starts threads with, or hands to an executor. Read from the whole file's
+    text, not from the tree: the thread is usually started in another definition than the
+    worker, one the slicer leaves out (:mod:`synclint.slicing`)."""
+    names: set[str] = set()
+    if "Thread" in text:
+        names |= set(_THREAD_TARGET.findall(text)) | set(_THREAD_ARGUMENT.findall(text))
+    if "submit" in text:
+        names |= set(_SUBMITTED.findall(text))
+    return names
 
 
 #: Methods of ``torch.nn.Module`` that no tensor has.
