@@ -364,6 +364,12 @@ class CallSemantics:
         return root == "self" or root not in self.i.params
 
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
+        if method == "cpu" and receiver is None and not node.args:
+            # `outputs[k + 1].cpu()` on a value of unknown kind: only tensors and modules have
+            # `.cpu()`, and on a GPU one it is a blocking copy that waits for the current stream
+            # (MONAI's MAISI autoencoder gathers chunks to the host this way).
+            self.sync_stream(node, self.state.current, "blocking-read")
+            return None
         if method == "synchronize" and receiver is None and self.names_a_device_object(func.value):
             self.args(node)
             self.sync_device(node, "unknown")
