@@ -47,6 +47,7 @@ from synclint.model.values import (
     TupleValue,
     WorkValue,
     default_stream,
+    holds,
     holds_work,
     storages_of,
 )
@@ -135,12 +136,6 @@ def _works_in(value) -> list[WorkValue]:
     if isinstance(value, TupleValue):
         return [w for v in value.items for w in _works_in(v)]
     return []
-
-
-def _holds_an_event(value) -> bool:
-    """An event, on every path or on some."""
-    values = value.values if isinstance(value, Alternatives) else (value,)
-    return any(isinstance(v, EventValue) for v in values)
 
 
 def _waited_names(body: cst.BaseSuite) -> list[str]:
@@ -903,7 +898,7 @@ class Interpreter:
         # Before the test of an optional value: in `if recompute: work.wait()` the name tested
         # is a switch, and the handle waited on is what the branch is about (MindSpeed's
         # all-gather, started and waited under the same configuration flag).
-        handle = self._conditional_work_waited(stmt)
+        handle = self._conditional_handle_waited(stmt)
         if handle is not None:
             return self._optional_branch(stmt, handle, waited_on_every_path=True)
         optional = _optional_tested(stmt)
@@ -1014,7 +1009,7 @@ class Interpreter:
                     result.events[key] = event
         self.state = result
 
-    def _conditional_work_waited(self, stmt: cst.If) -> Optional[str]:
+    def _conditional_handle_waited(self, stmt: cst.If) -> Optional[str]:
         """``if self.training and dist.is_initialized(): handle.wait()``, no ``else``, where the
         local ``handle`` holds only ``Work`` started under an ``if`` (VAR's quantizer), or only
         an event made under one (sglang's DeepSeek MoE: ``shared_event =
@@ -1046,7 +1041,7 @@ class Interpreter:
         Where ``s`` is None, ``torch.cuda.stream(None)`` changes nothing: the block runs on the
         current stream, ordered as if the wait had been made. So what the guarded arm made ``s``
         wait for holds after the join; every other clock is joined as usual.
-        ``waited_on_every_path``: see :meth:`_conditional_work_waited`."""
+        ``waited_on_every_path``: see :meth:`_conditional_handle_waited`."""
         self.exprs.condition(stmt.test)
         start = self.state
         self.state = start.copy()
@@ -1065,7 +1060,7 @@ class Interpreter:
         handle = start.env.get(key)
         if not taken.dead and (
             (holds_work(handle) and (waited_on_every_path or _only_waits_on(stmt.body, key)))
-            or (waited_on_every_path and _holds_an_event(handle))
+            or (waited_on_every_path and holds(handle, EventValue))
         ):
             # `if recv_req is not None: recv_req.wait()`: where the handle is None, no work was
             # issued through it, so what waiting on it orders holds on both paths. (Not so for

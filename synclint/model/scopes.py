@@ -31,6 +31,7 @@ from synclint.model.values import (
     StreamValue,
     TupleValue,
     WorkValue,
+    holds,
     holds_work,
 )
 from synclint.settings import AnalysisSettings
@@ -468,7 +469,7 @@ def _informative(value) -> bool:
         # `if dist.is_initialized(): self.handle = dist.all_reduce(..., async_op=True)`: a
         # Work on some paths is what other methods wait on (DINOv2's center update); so is an
         # event recorded on some paths (`self._in_flight_copy`, synchronized on the next call).
-        return holds_work(value) or any(isinstance(v, EventValue) for v in value.values)
+        return holds(value, (WorkValue, EventValue))
     return isinstance(value, (Storage, StreamValue, EventValue, StreamList, WorkValue))
 
 

@@ -185,10 +185,16 @@ class Alternatives:
         return [v for v in self.values if isinstance(v, Storage)]
 
 
+def holds(value, kind) -> bool:
+    """Is ``value`` a ``kind`` (a class, or a tuple of them), on every path or on some
+    (``Alternatives``)?"""
+    values = value.values if isinstance(value, Alternatives) else (value,)
+    return any(isinstance(v, kind) for v in values)
+
+
 def holds_work(value) -> bool:
     """A ``Work`` handle, on every path or on some (``Alternatives``)."""
-    values = value.values if isinstance(value, Alternatives) else (value,)
-    return any(isinstance(v, WorkValue) for v in values)
+    return holds(value, WorkValue)
 
 
 def storages_of(value) -> list[Storage]:
