@@ -30,6 +30,7 @@ from synclint.rules._common import (
     may_copy_non_blocking,
     method_pattern,
 )
+from synclint.rules._intervals import Subtractions, interval_starts, measures_submission
 from synclint.rules.base import FixKind, Rule, RuleContext
 from synclint.rules.syn301_non_blocking_d2h_read_before_sync import host_destination, reads_values
 
@@ -124,10 +125,10 @@ class EventWaitIsNotHostSync(Rule):
                     verb = "reads" if later.kind == OpKind.HOST_READ else "writes"
                     return later, f"the host {verb} `{label}`"
             elif later.kind == OpKind.HOST_CLOCK:
-                clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < wait.index and not c.inlined]
-                if clocks and [
+                start = self._interval_start(function, wait, later, parents)
+                if start is not None and [
                     w
-                    for w in unseen_cuda_work(function, clocks[-1].index, later, parents)
+                    for w in unseen_cuda_work(function, start.index, later, parents)
                     if w.index < wait.index
                 ]:
                     return later, f"`{later.clock}()` is read"
@@ -140,6 +141,18 @@ class EventWaitIsNotHostSync(Rule):
                     ):
                         return later, "`elapsed_time` is asked"
         return None
+
+    def _interval_start(self, function: FunctionModel, wait: Op, end: Op, parents) -> Optional[Op]:
+        """The reading before ``wait`` that the delta ending at ``end`` starts from, paired as
+        SYN205 pairs them (:mod:`synclint.rules._intervals`); None when ``end`` ends no interval
+        that spans the wait, when it is read in a helper walked at its call site, or when its delta
+        is named for the submission (``submit_ns``)."""
+        if end.inlined or measures_submission(end.node, parents):
+            return None  # a helper's readings belong to the helper's own deltas (as in SYN205)
+        subtractions = Subtractions.of(function.node)
+        clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < wait.index and not c.inlined]
+        starts, _ = interval_starts(end, clocks, parents, subtractions)
+        return starts[-1] if starts else None
 
     def _report_need(self, ctx: RuleContext, wait: Op, later: Op, what: str) -> Diagnostic:
         call = wait.node

@@ -25,13 +25,18 @@ from synclint.astscan import (
     named_uncalled,
     statement_extent,
 )
-from synclint.cstwalk import source_order, walk
+from synclint.cstwalk import source_order
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
 from synclint.model.file_facts import ancestors, parent_map
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
-from synclint.model.resolver import dotted
 from synclint.rules._common import functions, torch_name
+from synclint.rules._intervals import (
+    Subtractions,
+    interval_starts,
+    measures_submission,
+    subtracts_from,
+)
 from synclint.rules.base import FixKind, Rule, RuleContext
 
 #: The wall-clock functions of ``time`` and ``timeit`` (``time`` itself is also the module's
@@ -144,32 +149,19 @@ class HostTimerWithoutSync(Rule):
         for function in functions(ctx):
             # Readings in helpers walked at their call sites belong to those helpers' own deltas.
             clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if not c.inlined]
-            subtractions: _Subtractions | None = None
+            subtractions: Subtractions | None = None
             for end in clocks:
                 if id(end.node) in reported:
                     continue
                 parents = parents if parents is not None else parent_map(ctx)
                 if subtractions is None:
-                    subtractions = _Subtractions.of(function.node)
-                bound = _bound_key(end.node, parents)
-                if subtractions.only_subtracted(bound) or subtractions.never_read(bound):
-                    # `bwd_start = time.time()`: it starts an interval, it ends none; and a
-                    # reading bound to a name nothing reads (a leftover) measures nothing.
-                    continue
+                    subtractions = Subtractions.of(function.node)
                 earlier = [c for c in clocks if c.index < end.index and c.node is not end.node]
-                since = _subtrahend(end.node, bound, parents, subtractions)
-                if since is not None:
-                    # `time.time() - t0`, or `t1 = time.time()` with `t1 - t0`: the interval
-                    # starts at the reading bound to `t0` (in an earlier iteration too); in
-                    # another method or the caller, it covers work this scope cannot see.
-                    starts = [c for c in earlier if _bound_key(c.node, parents) == since]
-                else:
-                    # The end of one delta (`time.time() - t0`) is no start of another.
-                    starts = [c for c in earlier if not _subtracts_from(c.node, parents)]
-                if not starts:
+                starts, since = interval_starts(end, earlier, parents, subtractions)
+                if not starts or measures_submission(end.node, parents):
                     continue
                 start = starts[-1]
-                if since is None and _around_a_loop(start, end) and not _subtracts_from(end.node, parents):
+                if since is None and _around_a_loop(start, end) and not subtracts_from(end.node, parents):
                     continue  # a reading paired, by position alone, with the previous iteration's
                 work = unseen_cuda_work(function, start.index, end)
                 if work:
@@ -296,39 +288,6 @@ def _around_a_loop(start, end) -> bool:
     return first is not None and second is not None and first > second
 
 
-def _subtracts_from(clock: cst.CSTNode, parents) -> bool:
-    """Is the reading at ``clock`` itself the end of a delta, ``time.time() - last``? Across
-    iterations only such a reading measures what ran since the previous one; a reading that
-    starts this iteration's interval (``pre = time.perf_counter()``) measures nothing yet."""
-    parent = parents.get(clock)
-    return (
-        isinstance(parent, cst.BinaryOperation)
-        and isinstance(parent.operator, cst.Subtract)
-        and parent.left is clock
-    )
-
-
-def _bound_key(clock: cst.CSTNode, parents) -> str | None:
-    """What a reading is assigned to, dotted (``t0``, ``self._t0``), if it is."""
-    parent = parents.get(clock)
-    if isinstance(parent, cst.Assign) and parent.value is clock and len(parent.targets) == 1:
-        return dotted(parent.targets[0].target)
-    return None
-
-
-def _subtrahend(clock: cst.CSTNode, bound: str | None, parents, subtractions) -> str | None:
-    """What the reading at ``clock`` is the end of a delta from, dotted: ``t0`` in
-    ``time.time() - t0``, or in ``t1 - t0`` when the reading is bound to ``t1``."""
-    parent = parents.get(clock)
-    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Subtract):
-        if parent.left is clock:
-            return dotted(parent.right)
-        return None
-    if bound is not None:
-        return subtractions.subtracted_from.get(bound)
-    return None
-
-
 def _exclusive(a: cst.CSTNode, b: cst.CSTNode, parents) -> bool:
     """Are ``a`` and ``b`` in the two branches of one ``if`` (never both on one path)?"""
     path: dict[int, cst.CSTNode] = {}  # id(ancestor of a) -> its child towards a
@@ -343,57 +302,6 @@ def _exclusive(a: cst.CSTNode, b: cst.CSTNode, parents) -> bool:
         return False
     sides = {id(path[id(current)]), id(child)}
     return sides == {id(current.body), id(current.orelse)}
-
-
-class _Subtractions(cst.CSTVisitor):
-    """The names a scope subtracts from (``t1`` in ``t1 - t0``) and the names it subtracts
-    (``t0``): a reading bound to a name that is only ever subtracted starts an interval, so
-    pairing it with the reading before (the end of the previous interval, as in ``fwd_end`` then
-    ``bwd_start``) measures nothing anybody computes."""
-
-    def __init__(self) -> None:
-        self.minuends: set[str] = set()
-        self.subtrahends: set[str] = set()
-        #: ``t1`` -> ``t0`` for the first ``t1 - t0`` (names, or dotted attributes on the right).
-        self.subtracted_from: dict[str, str] = {}
-        #: Every name read somewhere in the scope (not only assigned), nested scopes included.
-        self.read: set[str] = set()
-        self._targets: set[int] = set()
-
-    @classmethod
-    def of(cls, scope: cst.CSTNode) -> "_Subtractions":
-        found = cls()
-        walk(scope, found)
-        return found
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Subtract):
-            if isinstance(node.left, cst.Name):
-                self.minuends.add(node.left.value)
-                right = dotted(node.right)
-                if right is not None:
-                    self.subtracted_from.setdefault(node.left.value, right)
-            if isinstance(node.right, cst.Name):
-                self.subtrahends.add(node.right.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.operator, cst.SubtractAssign) and isinstance(node.value, cst.Name):
-            self.subtrahends.add(node.value.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if isinstance(node.target, cst.Name):
-            self._targets.add(id(node.target))
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if id(node) not in self._targets:
-            self.read.add(node.value)
-
-    def only_subtracted(self, name: str | None) -> bool:
-        return name is not None and name in self.subtrahends and name not in self.minuends
-
-    def never_read(self, name: str | None) -> bool:
-        """Is ``name`` a plain name the scope assigns and never reads?"""
-        return name is not None and "." not in name and name not in self.read
 
 
 def insert_sync(

@@ -1,0 +1,159 @@
+"""Host clock intervals: which earlier reading a clock reading ends a delta from.
+
+Shared by SYN205 (a delta around CUDA work nothing synchronized) and SYN201 (a delta around work
+that a stream wait was taken to finish). Both must pair readings the way the code subtracts them:
+a reading bound to a name that is only ever subtracted starts an interval and ends none
+(``bwd_start = time.time()``, also ``t0 = time.time() if profiling else 0``); one on the left of
+a subtraction, or bound to a name subtracted from, ends the interval that starts at the reading
+bound to the name it subtracts. And a delta whose destination is named for the submission
+(``submit_ns=...``, ``launch_ms = ...``, ``stats["enqueue_time"] = ...``) measures the host's
+side of asynchronous work on purpose: it is no mistaken measurement of the work.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from synclint.cstwalk import walk
+from synclint.model.resolver import dotted
+
+#: Words in a delta's destination that say it measures submitting the work, not the work.
+_SUBMISSION = re.compile(r"submit|launch|enqueue", re.IGNORECASE)
+
+
+def subtracts_from(clock: cst.CSTNode, parents) -> bool:
+    """Is the reading at ``clock`` itself the end of a delta, ``time.time() - last``? Across
+    iterations only such a reading measures what ran since the previous one; a reading that
+    starts this iteration's interval (``pre = time.perf_counter()``) measures nothing yet."""
+    parent = parents.get(clock)
+    return (
+        isinstance(parent, cst.BinaryOperation)
+        and isinstance(parent.operator, cst.Subtract)
+        and parent.left is clock
+    )
+
+
+def bound_key(clock: cst.CSTNode, parents) -> str | None:
+    """What a reading is assigned to, dotted (``t0``, ``self._t0``), if it is: directly, or as one
+    branch of a conditional expression whose other branch is no reading (``t0 =
+    time.perf_counter_ns() if profiling else 0``)."""
+    parent = parents.get(clock)
+    if isinstance(parent, cst.IfExp) and clock in (parent.body, parent.orelse):
+        clock, parent = parent, parents.get(parent)
+    if isinstance(parent, cst.Assign) and parent.value is clock and len(parent.targets) == 1:
+        return dotted(parent.targets[0].target)
+    return None
+
+
+def subtrahend(clock: cst.CSTNode, bound: str | None, parents, subtractions) -> str | None:
+    """What the reading at ``clock`` is the end of a delta from, dotted: ``t0`` in
+    ``time.time() - t0``, or in ``t1 - t0`` when the reading is bound to ``t1``."""
+    parent = parents.get(clock)
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Subtract):
+        if parent.left is clock:
+            return dotted(parent.right)
+        return None
+    if bound is not None:
+        return subtractions.subtracted_from.get(bound)
+    return None
+
+
+def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, str | None]:
+    """The readings among ``earlier`` (ops, in order) that the interval ending at ``end`` may
+    start at, and the name it subtracts when known. None of them when ``end`` ends no interval:
+    it only starts one, or it is bound to a name nothing reads (a leftover)."""
+    bound = bound_key(end.node, parents)
+    if subtractions.only_subtracted(bound) or subtractions.never_read(bound):
+        return [], None
+    since = subtrahend(end.node, bound, parents, subtractions)
+    if since is not None:
+        # `time.time() - t0`, or `t1 = time.time()` with `t1 - t0`: the interval starts at the
+        # reading bound to `t0` (in an earlier iteration too); in another method or the caller,
+        # it covers work this scope cannot see.
+        return [c for c in earlier if bound_key(c.node, parents) == since], since
+    # The end of one delta (`time.time() - t0`) is no start of another.
+    return [c for c in earlier if not subtracts_from(c.node, parents)], None
+
+
+def measures_submission(clock: cst.CSTNode, parents) -> bool:
+    """Is the delta ending at ``clock`` stored under a name that says it times the submission
+    (``submit_ns=time.perf_counter_ns() - t0``, ``launch_ms = (time.perf_counter() - t0) *
+    1e3``, ``stats["enqueue_s"] += time.time() - t0``)? Only the expression holding the reading is
+    followed, through arithmetic and parentheses, to a keyword argument or an assignment."""
+    node, parent = clock, parents.get(clock)
+    while isinstance(parent, cst.BinaryOperation):
+        node, parent = parent, parents.get(parent)
+    if isinstance(parent, cst.Arg):
+        return parent.keyword is not None and _SUBMISSION.search(parent.keyword.value) is not None
+    if isinstance(parent, cst.Assign) and parent.value is node:
+        targets = [t.target for t in parent.targets]
+    elif isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.value is node:
+        targets = [parent.target]
+    else:
+        return False
+    return any(_SUBMISSION.search(_destination(t)) for t in targets)
+
+
+def _destination(target: cst.BaseExpression) -> str:
+    """The words naming an assignment target: a dotted name, or a subscript's string key."""
+    if isinstance(target, cst.Subscript):
+        keys = [
+            e.slice.value.value
+            for e in target.slice
+            if isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString)
+        ]
+        return " ".join([dotted(target.value) or "", *keys])
+    return dotted(target) or ""
+
+
+class Subtractions(cst.CSTVisitor):
+    """The names a scope subtracts from (``t1`` in ``t1 - t0``) and the names it subtracts
+    (``t0``): a reading bound to a name that is only ever subtracted starts an interval, so
+    pairing it with the reading before (the end of the previous interval, as in ``fwd_end`` then
+    ``bwd_start``) measures nothing anybody computes."""
+
+    def __init__(self) -> None:
+        self.minuends: set[str] = set()
+        self.subtrahends: set[str] = set()
+        #: ``t1`` -> ``t0`` for the first ``t1 - t0`` (names, or dotted attributes on the right).
+        self.subtracted_from: dict[str, str] = {}
+        #: Every name read somewhere in the scope (not only assigned), nested scopes included.
+        self.read: set[str] = set()
+        self._targets: set[int] = set()
+
+    @classmethod
+    def of(cls, scope: cst.CSTNode) -> "Subtractions":
+        found = cls()
+        walk(scope, found)
+        return found
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Subtract):
+            if isinstance(node.left, cst.Name):
+                self.minuends.add(node.left.value)
+                right = dotted(node.right)
+                if right is not None:
+                    self.subtracted_from.setdefault(node.left.value, right)
+            if isinstance(node.right, cst.Name):
+                self.subtrahends.add(node.right.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.SubtractAssign) and isinstance(node.value, cst.Name):
+            self.subtrahends.add(node.value.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name):
+            self._targets.add(id(node.target))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._targets:
+            self.read.add(node.value)
+
+    def only_subtracted(self, name: str | None) -> bool:
+        return name is not None and name in self.subtrahends and name not in self.minuends
+
+    def never_read(self, name: str | None) -> bool:
+        """Is ``name`` a plain name the scope assigns and never reads?"""
+        return name is not None and "." not in name and name not in self.read
