@@ -416,18 +416,23 @@ class Interpreter:
             return
         alloc_vc = self.state.stream_vc(alloc.key)
         alloc_op = self._alloc_op(storage)
+        # What the side stream had waited for when the tensor was made: its allocation's op, or
+        # (`torch.empty` launches nothing) the first work on the tensor there, such as `out=`.
+        made = alloc_op or next(
+            (a.op for a in self.state.history.get(storage.id, ()) if a.stream.key == alloc.key), None
+        )
         release_op: Optional[Op] = None
         for use in uses:
             if alloc_vc.get(use.stream.key, 0) >= use.op.seq:
                 continue
-            if alloc.key != self.entry.key and alloc_op is not None:
+            if alloc.key != self.entry.key and made is not None:
                 # A side stream that waits for the consumer's stream (directly, or for the main
                 # stream once the main stream has waited for the consumer) before its work keeps
                 # that discipline, so its next allocation is ordered after the use too.
-                if alloc_op.vc.get(use.stream.key, 0) > 0:
+                if made.vc.get(use.stream.key, 0) > 0:
                     continue
                 entry_now = self.state.stream_vc(self.entry.key)
-                if alloc_op.vc.get(self.entry.key, 0) > 0 and entry_now.get(use.stream.key, 0) >= use.op.seq:
+                if made.vc.get(self.entry.key, 0) > 0 and entry_now.get(use.stream.key, 0) >= use.op.seq:
                     continue
             if any(s.key == use.stream.key for s in storage.recorded_streams):
                 continue
