@@ -88,11 +88,18 @@ class DiscardedTransferResult(Rule):
 
 def _fresh_factory_tensor(node: cst.BaseExpression, names) -> bool:
     """Is ``node`` a tensor made right there by a ``torch`` factory (``torch.zeros(1)``, also
-    moved on the way: ``torch.empty(n).pin_memory()``)? Nothing else refers to it, so moving it as
+    moved on the way, ``torch.empty(n).pin_memory()``, or computed from, ``torch.ones(8,
+    device="cuda").sum()``)? Nothing else refers to it, so moving it as
     a statement cannot be meant to move something in place: it is done for what the move does
     (creating the CUDA context, allocating, checking that a device works), the idiom
-    ``torch.zeros(1).cuda()``."""
+    ``torch.zeros(1).cuda()``, or a blocking read written as one (``.sum().cpu()``)."""
     node = _before_transfers(node)
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        # `torch.ones(8, device="cuda").sum()`: still a tensor nothing else refers to.
+        name = names.qualname(node.func) or ""
+        if name.startswith("torch."):
+            break
+        node = node.func.value
     if not isinstance(node, cst.Call):
         return False
     name = names.qualname(node.func) or ""
