@@ -22,7 +22,10 @@ along the only ways the model lets one definition's analysis depend on another's
   factories into them. A caller of a relevant helper only sees that summary, on which no rule
   reports by itself, so callers are not kept for it; classes are never summarised or followed;
 * a definition with an ``import`` that relevant text uses is relevant: import resolution reads
-  imports at any depth.
+  imports at any depth;
+* a definition that names a relevant ``@contextmanager`` function is relevant: the model walks
+  such a function's halves where a ``with`` calls it (:mod:`synclint.model.context_managers`),
+  so its stream work becomes the caller's.
 
 Everything at module level other than definitions is kept (and, if any of it is relevant, all its
 words count as relevant text, since the module body is analysed as one scope). Classes are kept or
@@ -256,14 +259,28 @@ def irrelevant_definitions(
     changed = True
     while changed:
         changed = False
+        managers = {u.node.name for u in definitions if u.relevant and _is_context_manager(u.node)}
         for unit in definitions:
             if unit.relevant:
                 continue
             helper = not isinstance(unit.node, ast.ClassDef) and unit.node.name in mentioned
-            if helper or unit.binds & mentioned or (names and unit.words & names):
+            if (
+                helper
+                or unit.binds & mentioned
+                or (names and unit.words & names)
+                or (managers and unit.words & managers)
+            ):
                 unit.relevant = changed = True
                 mentioned |= unit.words
     return frozenset(u.index for u in definitions if not u.relevant)
+
+
+def _is_context_manager(node: ast.stmt) -> bool:
+    """``@contextmanager`` (``@contextlib.contextmanager``) on a plain function."""
+    return isinstance(node, ast.FunctionDef) and any(
+        (d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", None)) == "contextmanager"
+        for d in node.decorator_list
+    )
 
 
 def blank(text: str, tree: ast.Module, dropped: frozenset[int]) -> str:

@@ -93,6 +93,25 @@ def test_a_relevant_module_scope_keeps_what_it_calls():
     assert kept_names(text) == {"setup"}
 
 
+def test_a_caller_of_a_relevant_context_manager_is_kept():
+    """The model walks a ``@contextmanager`` function's halves where a ``with`` calls it, so its
+    stream work becomes the caller's: a caller with no stream word of its own is relevant, and
+    the race the helper's copy makes in it survives slicing."""
+    text = (
+        "import contextlib\nimport torch\n"
+        "\n@contextlib.contextmanager\ndef copied_on_side(dst, src):\n"
+        "    side = torch.cuda.Stream()\n"
+        "    with torch.cuda.stream(side):\n        dst.copy_(src, non_blocking=True)\n"
+        "    yield\n"
+        "\ndef caller(dst, src):\n    src.add_(1)\n"
+        "    with copied_on_side(dst, src):\n        pass\n    return dst\n"
+        "\ndef unrelated(t):\n    return t\n"
+    )
+    assert kept_names(text) == {"copied_on_side", "caller"}
+    found = assert_same(text, "manager.py")
+    assert [(d.code, d.span.start.line) for d in found] == [("SYN101", 8)]
+
+
 def test_classes_are_kept_whole():
     text = (
         "class Prefetcher:\n"

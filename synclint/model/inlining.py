@@ -105,12 +105,28 @@ class _HeldBy:
         return self._ids
 
 
-def inline_call(interp: "Interpreter", args: Sequence[cst.Arg], method: cst.FunctionDef):
-    """Walk ``method`` as called with ``args`` (a call's, or none for a property); return the
-    value it returns (or None)."""
+def call_values(interp: "Interpreter", args: Sequence[cst.Arg]) -> tuple[list, dict]:
+    """The values of a call's positional and keyword arguments, evaluated in order."""
     exprs = interp.exprs
     positional = [exprs.ev(arg.value) for arg in args if arg.keyword is None and not arg.star]
     keywords = {arg.keyword.value: exprs.ev(arg.value) for arg in args if arg.keyword is not None}
+    return positional, keywords
+
+
+def inline_call(
+    interp: "Interpreter",
+    args: Sequence[cst.Arg],
+    method: cst.FunctionDef,
+    body: Optional[Sequence[cst.BaseStatement]] = None,
+    release: bool = True,
+    values: Optional[tuple[list, dict]] = None,
+):
+    """Walk ``method`` as called with ``args`` (a call's, or none for a property); return the
+    value it returns (or None). ``body``: walk only these statements of it; ``values``: the
+    arguments, already evaluated; ``release=False`` keeps its locals alive at the end (a
+    generator's frame, :mod:`.context_managers`)."""
+    exprs = interp.exprs
+    positional, keywords = values if values is not None else call_values(interp, args)
     params = list(method.params.posonly_params) + list(method.params.params)
     if params and params[0].name.value in ("self", "cls"):
         params = params[1:]
@@ -156,7 +172,10 @@ def inline_call(interp: "Interpreter", args: Sequence[cst.Arg], method: cst.Func
     interp.inline_returns.append([])
     interp.inline_keep.append(held_by_caller)
     try:
-        interp.suite(method.body)
+        if body is None:
+            interp.suite(method.body)
+        else:
+            interp.run_block(body)
     finally:
         returns = interp.inline_returns.pop()
         interp.inline_keep.pop()
@@ -167,7 +186,8 @@ def inline_call(interp: "Interpreter", args: Sequence[cst.Arg], method: cst.Func
 
     ends = [state for state, _ in returns]
     if not interp.state.dead:
-        interp.release_locals(method, keep_ids=held_by_caller)
+        if release:
+            interp.release_locals(method, keep_ids=held_by_caller)
         ends.append(interp.state)
     state = ends[0] if ends else interp.state
     for other in ends[1:]:

@@ -23,6 +23,7 @@ import libcst as cst
 
 from synclint.model import api
 from synclint.model.call_args import chooses_the_gpu, is_flag_parameter
+from synclint.model.context_managers import enter as enter_context_manager
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
 from synclint.model.state import EventState, State, alternatives, join, vc_join
@@ -212,6 +213,9 @@ class Interpreter:
         self.returned_stream = False
         #: Methods of the enclosing class, walked at their call sites (:mod:`.inlining`).
         self.class_methods: dict[str, cst.FunctionDef] = {}
+        #: The module's ``@contextmanager`` functions, walked where a ``with`` calls them
+        #: (:mod:`.context_managers`).
+        self.context_managers: dict[str, cst.FunctionDef] = {}
         #: ``torch.cuda.ExternalStream(ptr)`` wraps a stream this file created (``_Builder``).
         self.external_streams_are_new = False
         #: The file names a GPU somewhere (``cuda``, ``nccl``, ``device``...): see
@@ -1151,7 +1155,14 @@ class Interpreter:
         saved_current = self.state.current
         pushed = 0
         graph = 0
+        exits = []
         for item in stmt.items:
+            leave = enter_context_manager(self, item.item) if self.context_managers or self.class_methods else None
+            if leave is not None:
+                exits.append(leave)
+                if item.asname is not None:
+                    self.assign(item.asname.name, None, stmt)
+                continue
             hint = dotted(item.asname.name) if item.asname is not None else None
             kind, value = self.exprs.context(item.item, hint)
             if kind in ("stream", "stream-itself") and isinstance(value, StreamValue):
@@ -1167,6 +1178,8 @@ class Interpreter:
                 # `torch.cuda.stream(s)`'s context returns nothing.
                 self.assign(item.asname.name, value, stmt)
         self.suite(stmt.body)
+        for leave in reversed(exits):
+            leave()
         for _ in range(pushed):
             self.block_streams.pop()
         self.graph_depth -= graph

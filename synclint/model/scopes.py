@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Optional
 import libcst as cst
 
 from synclint.cstwalk import walk
+from synclint.model.context_managers import is_context_manager
 from synclint.model.interpreter import FunctionSummary, Interpreter
 from synclint.model.resolver import ImportResolver, is_self_attribute
 from synclint.model.state import EventState
@@ -81,6 +82,12 @@ class _Builder:
         #: ``cuStreamCreate``): an ``ExternalStream`` here wraps one of them, a new stream.
         self.creates_raw_streams = "StreamCreate" in text
         self.names_a_device = names_a_device(text)
+        #: ``@contextmanager`` functions, walked where a ``with`` calls them.
+        self.context_managers = {
+            s.name.value: s
+            for s in module.body
+            if isinstance(s, cst.FunctionDef) and is_context_manager(s)
+        }
 
     def interpreter(
         self, model: FunctionModel, counters: dict, attributes=None, summaries=None
@@ -91,6 +98,7 @@ class _Builder:
         interp.module_names = self.module_names
         interp.external_streams_are_new = self.creates_raw_streams
         interp.file_names_a_device = self.names_a_device
+        interp.context_managers = self.context_managers
         if model.name.rsplit(".", 1)[-1] in self.thread_targets:
             interp.from_callers_stream = False
         self.interpreters.append(interp)
