@@ -575,9 +575,7 @@ def test_bad_fixtures_contain_a_trigger(code: str) -> None:
 
 #: Classes found in the second corpus run that the model does not handle yet (benchmarks/triage.md).
 #: Strict: when one is fixed its test passes, fails as XPASS, and its name must be removed here.
-OPEN_FP_CLASSES = {
-    "l2_imported_helper_copies_synchronously",
-}
+OPEN_FP_CLASSES: set[str] = set()
 FP_CLASSES = [
     pytest.param(
         p,

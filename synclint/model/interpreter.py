@@ -415,6 +415,9 @@ class Interpreter:
             and a.op.seq
             and a.op.origin_op is None  # replayed from another method: may run after this release
             and a.stream.origin != "collective"  # process groups keep their tensors alive themselves
+            # A call synclint cannot see into (`self.pool.store_tensor(t)`) may copy the tensor
+            # with a blocking copy, synchronize or keep it before it returns (see `Op.opaque`).
+            and not a.op.opaque
         ]
         if not uses:
             return
