@@ -87,8 +87,26 @@ def _undecodable(
     return Decoded(None, encoding, unparsable(path, line, column, message))
 
 
+#: Byte-order marks of the encodings Python never reads source in (longest first: UTF-32 LE's
+#: mark begins with UTF-16 LE's). Editors on Windows save files so; the text is readable, but
+#: ``python file.py`` fails ("source code cannot contain null bytes").
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32 little-endian"),
+    (b"\x00\x00\xfe\xff", "UTF-32 big-endian"),
+    (b"\xff\xfe", "UTF-16 little-endian"),
+    (b"\xfe\xff", "UTF-16 big-endian"),
+)
+
+
 def decode(data: bytes, path: str) -> Decoded:
     """Bytes to text, honouring a BOM and a PEP 263 coding line; problems become SYN001."""
+    for bom, name in _WIDE_BOMS:
+        if data.startswith(bom):
+            message = (
+                f"file is encoded as {name} (it starts with that byte-order mark): Python reads "
+                "source as UTF-8 and cannot run it; re-encode it as UTF-8"
+            )
+            return _undecodable(path, 1, 1, message, name.split(" ")[0].lower())
     if b"\x00" in data:
         line, column = _byte_position(data, data.index(b"\x00"))
         message = "file contains NUL bytes: this is not Python source (binary file?)"

@@ -60,6 +60,23 @@ def test_binary_file_named_py(project, cli):
     assert "SYN001 file contains NUL bytes: this is not Python source" in result.out
 
 
+@pytest.mark.parametrize(
+    ("encoding", "name"),
+    [("utf-16", "UTF-16 little-endian"), ("utf-16-be", "UTF-16 big-endian"), ("utf-32", "UTF-32 little-endian")],
+)
+def test_wide_unicode_file_is_named_for_its_encoding(project, cli, encoding, name):
+    """A file an editor saved as UTF-16 or UTF-32 with a byte-order mark is text, not a binary
+    file: the finding says which encoding it is and what to do (Python cannot run it)."""
+    text = '"""Pipelined decoding."""\nimport torch\n'
+    data = text.encode(encoding)
+    if encoding == "utf-16-be":
+        data = b"\xfe\xff" + data
+    result = lint_bytes_cli(project, cli, data)
+    assert result.status == 1
+    assert f"bad.py:1:1: SYN001 file is encoded as {name}" in result.out
+    assert "re-encode it as UTF-8" in result.out and "NUL bytes" not in result.out
+
+
 @pytest.mark.parametrize("data", [b"", b"\n", b"   \n\n", b"# only a comment", b"\r\n"])
 def test_empty_and_trivial_files(project, cli, data):
     result = lint_bytes_cli(project, cli, data)
