@@ -162,6 +162,14 @@ _UNSEEN = object()
 _STATEMENT_HANDLERS: dict[type, dict[type, Optional[Callable]]] = {}
 
 
+def _method_of_another_object(node: cst.CSTNode) -> bool:
+    """Is ``node`` a call ``<obj>.<method>(...)`` whose receiver is not ``self`` itself?"""
+    func = node.func if isinstance(node, cst.Call) else None
+    return isinstance(func, cst.Attribute) and not (
+        isinstance(func.value, cst.Name) and func.value.value == "self"
+    )
+
+
 class Interpreter:
     """Walks one function (or module body) and fills a :class:`FunctionModel`."""
 
@@ -415,9 +423,10 @@ class Interpreter:
             and a.op.seq
             and a.op.origin_op is None  # replayed from another method: may run after this release
             and a.stream.origin != "collective"  # process groups keep their tensors alive themselves
-            # A call synclint cannot see into (`self.pool.store_tensor(t)`) may copy the tensor
-            # with a blocking copy, synchronize or keep it before it returns (see `Op.opaque`).
-            and not a.op.opaque
+            # A method of another object (`self.pool.store_tensor(t)`) may copy the tensor with a
+            # blocking copy, synchronize or keep it before it returns (see `Op.opaque`); a
+            # callable attribute of this one (`self.model(batch)`) is a module's call.
+            and not (a.op.opaque and _method_of_another_object(a.op.node))
         ]
         if not uses:
             return

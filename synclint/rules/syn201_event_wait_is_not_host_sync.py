@@ -67,6 +67,7 @@ class EventWaitIsNotHostSync(Rule):
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         reported: set[int] = set()
         parents = parent_map(ctx)
+        subtractions: dict = {}  # id(function) -> its `Subtractions`, made when first needed
         for function in functions(ctx):
             waits = function.ops_of(*WAITS)
             if not waits:
@@ -82,7 +83,7 @@ class EventWaitIsNotHostSync(Rule):
             for wait in waits:
                 if id(wait.node) in reported:
                     continue
-                need = self._host_need(ctx, function, wait, parents, needs, own)
+                need = self._host_need(ctx, function, wait, parents, needs, own, subtractions)
                 if need is not None:
                     reported.add(id(wait.node))
                     yield self._report_need(ctx, wait, *need)
@@ -110,6 +111,7 @@ class EventWaitIsNotHostSync(Rule):
         parents,
         needs: list[Op],
         own: set[int],
+        subtractions: dict,
     ) -> Optional[tuple[Op, str]]:
         for later in needs:
             if later.index <= wait.index:
@@ -125,7 +127,7 @@ class EventWaitIsNotHostSync(Rule):
                     verb = "reads" if later.kind == OpKind.HOST_READ else "writes"
                     return later, f"the host {verb} `{label}`"
             elif later.kind == OpKind.HOST_CLOCK:
-                start = self._interval_start(function, wait, later, parents)
+                start = self._interval_start(function, wait, later, parents, subtractions)
                 if start is not None and [
                     w
                     for w in unseen_cuda_work(function, start.index, later, parents)
@@ -142,16 +144,20 @@ class EventWaitIsNotHostSync(Rule):
                         return later, "`elapsed_time` is asked"
         return None
 
-    def _interval_start(self, function: FunctionModel, wait: Op, end: Op, parents) -> Optional[Op]:
+    def _interval_start(
+        self, function: FunctionModel, wait: Op, end: Op, parents, subtractions: dict
+    ) -> Optional[Op]:
         """The reading before ``wait`` that the delta ending at ``end`` starts from, paired as
         SYN205 pairs them (:mod:`synclint.rules._intervals`); None when ``end`` ends no interval
         that spans the wait, when it is read in a helper walked at its call site, or when its delta
         is named for the submission (``submit_ns``)."""
         if end.inlined or measures_submission(end.node, parents):
             return None  # a helper's readings belong to the helper's own deltas (as in SYN205)
-        subtractions = Subtractions.of(function.node)
+        found = subtractions.get(id(function))
+        if found is None:  # one walk per function, however many waits and readings it has
+            found = subtractions[id(function)] = Subtractions.of(function.node)
         clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < wait.index and not c.inlined]
-        starts, _ = interval_starts(end, clocks, parents, subtractions)
+        starts, _ = interval_starts(end, clocks, parents, found)
         return starts[-1] if starts else None
 
     def _report_need(self, ctx: RuleContext, wait: Op, later: Op, what: str) -> Diagnostic:
