@@ -633,3 +633,12 @@ def test_corpus_true_positive_class_is_reported(path: Path) -> None:
     }
     found = {(d.span.start.line, d.code) for d in lint_source(text, str(path)) if d.code.startswith("SYN1")}
     assert expected and found == expected
+
+
+def test_one_lifetime_finding_per_use_of_tensors_made_at_one_line() -> None:
+    """A loop makes a tensor at one line on each pass; the one made on the first pass dies at the
+    next pass's rebinding, the last one when the function returns. Both are the same bug at the
+    same use: one SYN102 (two before round 28, one per release)."""
+    path = ROOT / "fixtures/SYN102/bad_chunk_input_made_each_pass_of_a_loop.py"
+    found = [d for d in lint_source(path.read_text(encoding="utf-8"), str(path)) if d.code == "SYN102"]
+    assert [d.span.start.line for d in found] == [21]

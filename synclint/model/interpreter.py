@@ -452,7 +452,7 @@ class Interpreter:
                     continue
             if any(s.key == use.stream.key for s in storage.recorded_streams):
                 continue
-            key = (storage.id, id(use.node))
+            key = (self._made_at(storage), id(use.node))
             if key in self._lifetime_keys:
                 continue
             self._lifetime_keys.add(key)
@@ -461,6 +461,13 @@ class Interpreter:
             self.model.lifetime_hazards.append(
                 LifetimeHazard(storage, alloc_op, use, release_op, names=self.names_of(storage))
             )
+
+    @staticmethod
+    def _made_at(storage: Storage) -> int:
+        """Where ``storage`` was made, for reporting one hazard per place: the tensors a loop makes
+        at one line on each pass, released at the next pass's rebinding and at the function's end,
+        are one finding at each use, not two."""
+        return id(storage.alloc_node) if storage.alloc_node is not None else storage.id
 
     def _alloc_op(self, storage: Storage) -> Optional[Op]:
         return storage.alloc_op
@@ -765,7 +772,7 @@ class Interpreter:
             # The side stream waited for the caller's stream before making it: code that makes
             # the side stream wait for the main stream before each use orders the reuse too.
             return
-        key = (storage.id, id(node))
+        key = (self._made_at(storage), id(node))
         if key in self._lifetime_keys:
             return
         self._lifetime_keys.add(key)
