@@ -69,6 +69,44 @@ def test_syn101_message_names_tensor_streams_and_lines() -> None:
     assert "stream `side` (line 7)" in d.message
 
 
+def test_syn101_tensors_from_before_the_function_are_said_to_be() -> None:
+    """Several tensors the object held before the method started (Megatron's local copies): the
+    message says where they come from, not that the `def` line wrote them."""
+    source = """\
+import torch
+
+
+class LocalCopies:
+    def __init__(self):
+        self._local_send_ops = {}
+        self._local_recv_ops = {}
+        self._local_copy_stream = torch.cuda.Stream()
+
+    def submit_send_with_id(self, task_id: int, src_tensor: torch.Tensor):
+        self._local_send_ops[task_id] = src_tensor
+
+    def submit_recv_with_id(self, task_id: int, dest_tensor: torch.Tensor):
+        if not dest_tensor.is_contiguous():
+            dest_tensor = dest_tensor.contiguous()
+        self._local_recv_ops[task_id] = dest_tensor
+
+    def run(self):
+        with torch.no_grad():
+            with torch.cuda.stream(self._local_copy_stream):
+                for task_id, dst in self._local_recv_ops.items():
+                    src = self._local_send_ops[task_id]
+                    if src.numel() != dst.numel() or src.element_size() != dst.element_size():
+                        raise RuntimeError(f"src=({tuple(src.shape)}, {src.dtype})")
+                    dst.copy_(src, non_blocking=True)
+        torch.cuda.current_stream().wait_stream(self._local_copy_stream)
+        self._local_send_ops.clear()
+        self._local_recv_ops.clear()
+"""
+    d = only(source, "SYN101")
+    assert "`src`, `dst` come from before `run` started (line 18), so they are taken to be produced on the default stream" in d.message
+    assert "written on the default stream (line 18)" not in d.message
+
+
 def test_syn101_data_describes_both_accesses() -> None:
     d = only(SIDE_READS_MAIN, "SYN101")
     assert d.data["hazard"] == "read-after-write" and d.data["tensor"] == "y"

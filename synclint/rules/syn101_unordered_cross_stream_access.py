@@ -58,6 +58,16 @@ def first_clause(hazard: Hazard, ctx: RuleContext) -> str:
     return f"`{hazard.storage.label}` is {describe_access(first.mode)} on {where}"
 
 
+def _from_before_the_function(hazards: list[Hazard]) -> Optional[cst.FunctionDef]:
+    """The function all of ``hazards``' first accesses stand for the state at the start of (the
+    entry of a value that is no parameter), or None."""
+    nodes = {id(h.first.node): h.first.node for h in hazards}
+    if len(nodes) != 1 or any(h.first.op.kind != OpKind.ENTRY or h.first.op.origin_op is not None for h in hazards):
+        return None
+    node = next(iter(nodes.values()))
+    return node if isinstance(node, cst.FunctionDef) else None
+
+
 class UnorderedCrossStreamAccess(Rule):
     code = "SYN101"
     name = "unordered-cross-stream-access"
@@ -84,8 +94,17 @@ class UnorderedCrossStreamAccess(Rule):
         second = hazard.second
         line = ctx.line(second.node)
         names = list(dict.fromkeys(h.storage.label for h in hazards))
+        before = _from_before_the_function(hazards)
         if len(names) == 1 and len(hazards) == 1:
             subject = first_clause(hazard, ctx)
+        elif before is not None:
+            # Every tensor comes from before the function started (attributes, containers): say
+            # so, rather than cite the `def` line as where they were written.
+            tensors = ", ".join(f"`{name}`" for name in names)
+            subject = (
+                f"{tensors} come from before `{before.name.value}` started (line "
+                f"{ctx.line(before)}), so they are taken to be produced on {hazard.first.stream.label}"
+            )
         else:
             lines = sorted({ctx.line(h.first.node) for h in hazards})
             where = "line" if len(lines) == 1 else "lines"
