@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from synclint.cstwalk import walk
-from synclint.model.inlining import MAX_DEPTH, call_values, can_inline, inline_call
+from synclint.model.inlining import call_values, can_inline, inline_call
 from synclint.model.resolver import dotted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,10 +92,7 @@ def enter(interp: "Interpreter", node: cst.BaseExpression) -> Optional[Callable[
 def _helper(interp: "Interpreter", func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
     if isinstance(func, cst.Name):
         name = func.value
-        function = interp.context_managers.get(name)
-        if function is None or name in interp.inline_stack or len(interp.inline_stack) >= MAX_DEPTH:
-            return None
-        return function
+        return interp.context_managers[name] if can_inline(interp, name, interp.context_managers) else None
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
         name = func.attr.value
         method = interp.class_methods.get(name)

@@ -30,12 +30,11 @@ _MISSING = object()
 MAX_DEPTH = 2
 
 
-def can_inline(interp: "Interpreter", name: str) -> bool:
-    return (
-        name in interp.class_methods
-        and name not in interp.inline_stack
-        and len(interp.inline_stack) < MAX_DEPTH
-    )
+def can_inline(interp: "Interpreter", name: str, functions: Optional[dict] = None) -> bool:
+    """May the function ``name`` of ``functions`` (the class's methods unless given) be walked at
+    its call site now? Not when it is already being walked (recursion) or the nesting is deep."""
+    table = interp.class_methods if functions is None else functions
+    return name in table and name not in interp.inline_stack and len(interp.inline_stack) < MAX_DEPTH
 
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cached_property"})
