@@ -32,6 +32,7 @@ from synclint.model.values import (
     EventValue,
     ModuleRef,
     Storage,
+    StreamContextFactory,
     StreamValue,
     TupleValue,
     WorkValue,
@@ -233,6 +234,9 @@ class CallSemantics:
                 self.blocking_read(node, storages)
             return HOST
         if name in api.CALLABLE_BUILDERS:
+            factory = self._stream_context_factory(node)
+            if factory is not None:
+                return factory
             # `run = partial(op.forward, op, x)` runs nothing: what it is handed is kept for later.
             for storage in self.arg_storages(node):
                 storage.root.escapes = True
@@ -254,6 +258,19 @@ class CallSemantics:
         if name.startswith("torch.") and name.count(".") == 1 or name.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")):
             return self.torch_function(node, name, hint)
         return self.unknown_call(node, hint)
+
+    def _stream_context_factory(self, node: cst.Call) -> Optional[StreamContextFactory]:
+        """``partial(torch.cuda.stream, stream=s)`` (or ``partial(torch.cuda.stream, s)``): a
+        stream context made later by calling it, entered by ``with`` (see
+        :meth:`ExpressionEvaluator.context`)."""
+        positional = _positional(node)
+        if not positional or self.callee_name(positional[0]) not in api.STREAM_CONTEXTS:
+            return None
+        rest = positional[1:2] or [a.value for a in node.args if a.keyword and a.keyword.value == "stream"]
+        if not rest:
+            return None
+        stream = self.as_stream(rest[0], self.ev(rest[0]))
+        return StreamContextFactory(stream) if stream is not None else None
 
     def local_list(self, node: cst.BaseExpression) -> bool:
         """Is ``node`` a name bound in this function to a list literal (``recv = []``), whose
@@ -594,4 +611,4 @@ class CallSemantics:
         for storage in outputs:
             storage.tensor = True
             i.access(op, storage, "write")
-        return WorkValue(stream, node, conditional=bool(i.guards))
+        return WorkValue(stream, node, conditional=bool(i.guards), op=op)

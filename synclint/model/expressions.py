@@ -33,6 +33,7 @@ from synclint.model.values import (
     HostValue,
     ModuleRef,
     Storage,
+    StreamContextFactory,
     StreamList,
     StreamValue,
     TupleValue,
@@ -94,6 +95,21 @@ def _a_size(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Subscript):
         node = node.value
     return isinstance(node, cst.Attribute) and node.attr.value == "shape"
+
+
+def item_keys(node: cst.Subscript) -> Optional[tuple[str, str]]:
+    """Where an item stored through ``node`` is remembered: ``("d['patches']", "d[*]")`` for a
+    literal index, ``("d[*]", "d[*]")`` for any other single index; None for slices, several
+    indexes and containers other than a local name (an attribute's items are stored and read by
+    different methods, at different times)."""
+    if type(node.value) is not cst.Name or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    container = node.value.value
+    index = node.slice[0].slice.value
+    any_key = f"{container}[*]"
+    if isinstance(index, (cst.SimpleString, cst.Integer)):
+        return f"{container}[{index.value}]", any_key
+    return any_key, any_key
 
 
 def _container_key(source: cst.BaseExpression) -> Optional[str]:
@@ -378,6 +394,14 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 for arg in node.args:
                     self.ev(arg.value)
                 return "graph", None
+            if not node.args and type(node.func) is cst.Name:
+                # `with stream_context():` where `stream_context = partial(torch.cuda.stream,
+                # stream=s)` on some path (`contextlib.suppress` on the others: no stream there).
+                bound = self.state.env.get(node.func.value)
+                factories = bound.values if isinstance(bound, Alternatives) else (bound,)
+                for factory in factories:
+                    if isinstance(factory, StreamContextFactory):
+                        return "stream", factory.stream
         value = self.ev(node, hint=hint)
         if isinstance(value, StreamValue):
             return "stream-itself", value
@@ -505,6 +529,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             key = dotted(node.value)
             if key is not None and key + "[]" in self.state.env:
                 return self.state.env[key + "[]"]
+            stored = self.stored_item(node)
+            if stored is not None:
+                return stored
         if isinstance(base, WorkValue) or (
             isinstance(base, Alternatives) and all(isinstance(v, WorkValue) for v in base.values)
         ):
@@ -529,6 +556,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if storages and not any(s.root.tensor for s in storages) and not any(
             isinstance(e.slice, cst.Slice) for e in node.slice
         ):
+            stored = self.stored_item(node)
+            if stored is not None:
+                return stored
             # `bufs[i]`, `bufs[t][j]` on something never used as a tensor, with an index that is not
             # known to be one either: most likely a list element, which is a value of its own (not
             # a view of the list).
@@ -697,9 +727,28 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
     def ex_Await(self, node):
         return self.ev(node.expression)
 
+    def stored_item(self, node: cst.Subscript):
+        """What this function stored in the item a literal index reads (``batch['patches']``,
+        ``outputs[0]``): under that key, else under a computed one (``for k, v in batch.items():
+        batch[k] = v.to(device)`` replaces every item, so ``batch['patches']`` is one of those
+        copies, not a value the caller made). None when nothing was stored, and for a computed
+        index (``batch[k]`` in that loop reads the next item, not yet replaced)."""
+        keys = item_keys(node)
+        if keys is None or keys[0] == keys[1]:
+            return None
+        exact, any_key = keys
+        env = self.state.env
+        return env.get(exact) if exact in env else env.get(any_key)
+
     def ex_Yield(self, node):
+        """``yield batch`` hands ``batch`` to the consumer, as ``return`` hands it to the caller:
+        the consumer uses it on its current stream and drops it when it likes (the prefetching
+        generator's case, :meth:`Interpreter.hand_off`). Not in a walk inlined at a call site:
+        calling a generator runs none of its body there."""
         value = self.ev(node.value) if isinstance(node.value, cst.BaseExpression) else None
         for storage in storages_of(value):
+            if not self.i.inline_stack:
+                self.i.hand_off(storage, node)
             storage.escapes = True
         return None
 

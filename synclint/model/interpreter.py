@@ -24,6 +24,7 @@ import libcst as cst
 from synclint.model import api
 from synclint.model.call_args import chooses_the_gpu, is_flag_parameter
 from synclint.model.context_managers import enter as enter_context_manager
+from synclint.model.expressions import item_keys
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
 from synclint.model.state import EventState, State, alternatives, join, vc_join
@@ -185,6 +186,9 @@ class Interpreter:
         from synclint.model.expressions import ExpressionEvaluator
 
         self.model = model
+        #: Container name -> the item keys stored under it (``batch[*]``, ``batch['x']``), which
+        #: rebinding the name drops (see :meth:`remember_item`).
+        self._stored_items: dict[str, set[str]] = {}
         self.resolver = resolver
         self.settings = settings
         #: Its parameters (and values met mid-function, such as queue items) were made by the
@@ -200,6 +204,9 @@ class Interpreter:
                 self.bind(name, value)
         self.iteration = 0
         self.loop_depth = 0
+        #: Where each loop around the statement walked now started, in ``model.ops`` (outermost
+        #: first): its next pass repeats the work from there (see ``finish``).
+        self.loop_starts: list[int] = []
         #: Loops of callers a helper is walked from do not make its ops "in a loop" (SYN105).
         self.loop_base = 0
         self.block_streams: list[StreamValue] = []
@@ -459,7 +466,8 @@ class Interpreter:
             if release_op is None:
                 release_op = self.emit(OpKind.RELEASE, node, reads=(storage,))
             self.model.lifetime_hazards.append(
-                LifetimeHazard(storage, alloc_op, use, release_op, names=self.names_of(storage))
+                LifetimeHazard(storage, alloc_op, use, release_op, names=self.names_of(storage),
+                               loop_start=self.loop_starts[0] if self.loop_starts else None)
             )
 
     @staticmethod
@@ -498,8 +506,14 @@ class Interpreter:
         return tuple(sorted(names, key=lambda n: ("." in n, n)))
 
     def bind(self, name: str, value) -> None:
-        """Bind a name in the environment, remembering it on the storages it refers to."""
-        self.state.env[name] = value
+        """Bind a name in the environment, remembering it on the storages it refers to. A
+        container rebound (a loop's next ``batch``) forgets the items stored in the old one."""
+        env = self.state.env
+        env[name] = value
+        items = self._stored_items.get(name)
+        if items:
+            for key in items:
+                env.pop(key, None)
         for storage in storages_of(value):
             storage.root.names.add(name)
 
@@ -655,7 +669,7 @@ class Interpreter:
                 self.stream_tests[target.value] = stmt.value
             elif self.stream_tests:
                 self.stream_tests.pop(target.value, None)  # rebound: no longer that test
-        hint = dotted(target) or "tensor"
+        hint = dotted(target) or _item_hint(target, self.model_code) or "tensor"
         if self.manual_captures and capture_method(stmt.value) == "capture_end":
             self.capture_by_hand("capture_end", stmt.value)  # `graph = wp.capture_end()`
         self.exprs.stored_node = stmt.value
@@ -781,7 +795,8 @@ class Interpreter:
         use = used_here[-1] if used_here else Access(op, storage, "read", self.entry)
         self.model.lifetime_hazards.append(
             LifetimeHazard(storage, self._alloc_op(storage), use, op, how="handed-off",
-                           names=self.names_of(storage))
+                           names=self.names_of(storage),
+                           loop_start=self.loop_starts[0] if self.loop_starts else None)
         )
 
     # -- binding --------------------------------------------------------------------------------
@@ -862,8 +877,21 @@ class Interpreter:
                 for storage in storages_of(value):
                     storage.escapes = True
                 self.arguments_kept(value)
+                self.remember_item(target, value)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, None, stmt)
+
+    def remember_item(self, target: cst.Subscript, value) -> None:
+        """``d[k] = t``: remember ``t`` for later reads of ``d``'s items (see
+        :meth:`ExpressionEvaluator.stored_item`); only tensors, the values whose origin matters."""
+        keys = item_keys(target) if storages_of(value) else None
+        if keys is None:
+            return
+        exact, any_key = keys
+        env = self.state.env
+        old = env.get(exact) if exact == any_key else None
+        env[exact] = value if old is None else alternatives(old, value)
+        self._stored_items.setdefault(target.value.value, set()).add(exact)
 
     def arguments_kept(self, value) -> None:
         """``value`` is stored where it outlives this call (an attribute, a container). If an
@@ -918,8 +946,9 @@ class Interpreter:
     def st_If(self, stmt: cst.If) -> None:
         """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
         Each ``elif`` test is evaluated on the path where the earlier tests failed."""
-        if self.flag_parameter(stmt.test) and not isinstance(stmt.orelse, cst.If):
-            return self._flag_branch(stmt)
+        flag_arms = self._flag_arms(stmt)
+        if flag_arms is not None:
+            return self._flag_branch(flag_arms)
         side = self._side_stream_tested(stmt)
         if side is not None:
             return self._optional_branch(stmt, side)
@@ -1009,19 +1038,42 @@ class Interpreter:
             return True
         return isinstance(test, cst.Call) and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
 
-    def _flag_branch(self, stmt: cst.If) -> None:
-        self.exprs.condition(stmt.test)
+    def _flag_arms(self, stmt: cst.If) -> Optional[list]:
+        """The arms of an ``if``/``elif``/``else`` whose every test is a configuration switch
+        (:meth:`flag_parameter`; timm's ``if self.is_cuda: ... elif self.is_npu: ...``): each
+        ``(test, body)``, then ``(None, else body or None)``. None when a test is not a switch."""
+        arms: list = []
+        current: Optional[cst.CSTNode] = stmt
+        while isinstance(current, cst.If):
+            if not self.flag_parameter(current.test):
+                return None
+            arms.append((current.test, current.body))
+            current = current.orelse
+        arms.append((None, current.body if current is not None else None))
+        return arms
+
+    def _flag_branch(self, arms: list) -> None:
+        """Configuration switches: the arms are alternative set-ups, each self-consistent, so what
+        any arm ordered holds after the join (see :meth:`flag_parameter`)."""
         start = self.state
-        self.state = start.copy()
-        self.suite(stmt.body)
-        taken = self.state
-        self.state = start.copy()
-        if stmt.orelse is not None:
-            self.suite(stmt.orelse.body)
-        result = join(taken, self.state)
-        for one, other in ((taken, self.state), (self.state, taken)):
+        ends = []
+        for test, body in arms:
+            # Each test is evaluated where the tests before it failed; its arm starts there.
+            if test is not None:
+                self.exprs.condition(test)
+            failed_tests = self.state
+            self.state = failed_tests.copy()
+            if body is not None:
+                self.suite(body)
+            ends.append(self.state)
+            self.state = failed_tests
+        result = ends[0]
+        for end in ends[1:]:
+            result = join(result, end)
+        for index, one in enumerate(ends):
             if one.dead:
                 continue
+            others = ends[:index] + ends[index + 1:]
             for key, vc in one.vc.items():
                 result.vc[key] = vc_join(result.vc.get(key, {}), vc)
             result.host_vc = vc_join(result.host_vc, one.host_vc)
@@ -1030,9 +1082,10 @@ class Interpreter:
             for key, event in one.events.items():
                 before = start.events.get(key)
                 unrecorded = before.recorded_by if before is not None else ()
-                theirs = other.events.get(key)
-                if event.recorded_by != unrecorded and (
-                    theirs is None or other.dead or theirs.recorded_by == unrecorded
+                if event.recorded_by != unrecorded and all(
+                    other.dead or other.events.get(key) is None
+                    or other.events[key].recorded_by == unrecorded
+                    for other in others
                 ):
                     result.events[key] = event
         self.state = result
@@ -1108,6 +1161,7 @@ class Interpreter:
     def loop(self, body: Callable[[], None]) -> None:
         """Run a loop body twice so loop-carried hazards show; assume it runs at least once."""
         self.loop_depth += 1
+        self.loop_starts.append(len(self.model.ops))
         outer_iteration = self.iteration
         body()
         after_first = self.state
@@ -1122,6 +1176,7 @@ class Interpreter:
             if self.state.dead:
                 self.state = after_first
         self.iteration = outer_iteration
+        self.loop_starts.pop()
         self.loop_depth -= 1
 
     def st_For(self, stmt: cst.For) -> None:
@@ -1294,12 +1349,15 @@ class Interpreter:
 
         def no_later_work(h: LifetimeHazard) -> bool:
             # A stream created in this call and never handed out does no work after the release
-            # unless this function gives it some (a loop's next iteration).
+            # unless this function gives it some: later, or in a loop around the release, whose
+            # next pass repeats what the stream did before it (`prev = nxt` carried over a pass
+            # is released only in the walk's second pass, after the last work walked).
             alloc = h.storage.alloc_stream
             if not (alloc.origin == "created" and "@" in alloc.key and not alloc.escapes):
                 return False
-            later = self.model.ops[h.release.index + 1:]
-            return not any(op.stream.key == alloc.key and op.on_device for op in later)
+            ops = self.model.ops
+            later = ops[h.release.index + 1:] if h.loop_start is None else ops[h.loop_start:]
+            return not any(op.stream.key == alloc.key and op.on_device for op in later if op is not h.release)
 
         def callers_to_order(h: Hazard) -> bool:
             # `def a2a(x, group, event=None): ... with stream(comm): if event: event.wait()`: a
@@ -1315,6 +1373,15 @@ class Interpreter:
             h for h in self.model.lifetime_hazards
             if h.storage.tensor and not h.storage.on_host and not no_later_work(h)
         ]
+
+
+def _item_hint(target: cst.BaseExpression, code) -> Optional[str]:
+    """``outputs[i]`` for a value stored into an item of a local container: what to call it in a
+    message (else the default ``tensor``)."""
+    if type(target) is not cst.Subscript or type(target.value) is not cst.Name:
+        return None
+    text = code(target)
+    return text if len(text) <= 40 and "\n" not in text else None
 
 
 def _enumerated(stmt: cst.For):

@@ -141,6 +141,8 @@ class KnownValueMethods:
             else:
                 self.i.emit(OpKind.WORK_WAIT, node, target=work.stream)
             self.i.wait_stream(self.state.current, work.stream)
+            if work.op is not None:
+                self.i.runs_after(self.state.current.key, done_with(work.op))
         return HOST
 
     def tensor_method(self, node: cst.Call, receiver, method: str, hint: Optional[str]):

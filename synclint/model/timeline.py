@@ -144,6 +144,9 @@ class LifetimeHazard:
     how: str = "freed"
     #: Names bound to it where the release happens (for a fix that must name it there).
     names: tuple = ()
+    #: Where the outermost loop around the release started in ``FunctionModel.ops`` (None outside
+    #: loops): the loop's next pass repeats the work walked from there.
+    loop_start: Optional[int] = None
 
 
 def done_with(op: Op) -> dict[str, int]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import libcst as cst
 
@@ -133,6 +133,11 @@ class WorkValue:
     node: cst.CSTNode
     #: Started under an ``if`` (``if dist.is_initialized(): handle = all_reduce(...)``).
     conditional: bool = False
+    #: The collective's op: waiting on the handle waits for it and for what it had waited for,
+    #: whatever the joins since have made of its stream's clock (a handle started under one
+    #: ``if`` and waited under another in a later pass, TransformerEngine's context-parallel
+    #: all-to-all).
+    op: Any = None
 
 
 @dataclass(eq=False)
@@ -148,6 +153,14 @@ class StreamList:
 
     key: str
     label: str
+
+
+@dataclass(eq=False)
+class StreamContextFactory:
+    """``functools.partial(torch.cuda.stream, stream=s)``: calling it makes the context that
+    enters ``s`` (timm's prefetcher picks ``with stream_context():`` per device this way)."""
+
+    stream: "StreamValue"
 
 
 class HostValue:

@@ -52,9 +52,11 @@ class FreeWithoutRecordStream(Rule):
             release_line = ctx.span(release_node).end.line
             dies = f"dies when the function returns (after line {release_line})"
         if hazard.how == "handed-off":
+            yielded = isinstance(release_node, cst.Yield)
+            handed, taker = ("yielded", "consumer") if yielded else ("returned", "caller")
             message = (
-                f"`{name}` is allocated on {alloc.label} and returned at line {release_line} for use on "
-                f"{use.stream.label} without `record_stream`: when the caller drops it, its memory goes "
+                f"`{name}` is allocated on {alloc.label} and {handed} at line {release_line} for use on "
+                f"{use.stream.label} without `record_stream`: when the {taker} drops it, its memory goes "
                 f"back to {alloc.label}'s pool and may be reused there while {use.stream.label} still uses it"
             )
         else:
@@ -85,7 +87,7 @@ class FreeWithoutRecordStream(Rule):
 
     def fix(self, ctx: RuleContext, hazard: LifetimeHazard) -> Optional[Fix]:
         release = hazard.release.node
-        if not isinstance(release, (cst.Return, cst.Del)):
+        if not isinstance(release, (cst.Return, cst.Del, cst.Yield)):
             return None
         # A name still bound to this tensor where the fix goes (`del x` has just unbound x).
         names = [n for n in hazard.names if is_identifier_path(n)]
