@@ -283,3 +283,46 @@ def test_entering_an_accelerator_graph_synchronizes_then_captures():
     g.replay()
     torch.cuda.synchronize()
     assert y.sum().item() == 8.0
+
+
+def _prefetched(batches, discipline):
+    """A timm-style prefetching generator: each batch is copied on a side stream, the current
+    stream waits, and the batch before is yielded. ``discipline``: None (the bug), "record"
+    (``record_stream`` on the consumer's stream) or "wait" (the copy stream waits for the
+    consumer first, timm's fix)."""
+    stream = torch.cuda.Stream()
+    first = True
+    for cpu in batches:
+        if discipline == "wait":
+            stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            nxt = cpu.to("cuda", non_blocking=True)
+        if not first:
+            yield batch  # noqa: F821 - bound on the pass before
+        first = False
+        torch.cuda.current_stream().wait_stream(stream)
+        if discipline == "record":
+            nxt.record_stream(torch.cuda.current_stream())
+        batch = nxt
+    yield batch
+
+
+@pytest.mark.parametrize("discipline", [None, "record", "wait"])
+def test_a_yielded_batch_is_reused_by_the_next_copy_unless_recorded(discipline):
+    """``ExpressionEvaluator.ex_Yield`` / ``Interpreter.hand_off`` (SYN102): a batch made on the
+    copy stream and yielded goes back to that stream's pool when the consumer drops it; the next
+    copy there may take the block while the consumer's queued read of it has not run yet. With
+    ``record_stream`` on the consumer's stream, or the copy stream waiting for the consumer, every
+    batch is read intact."""
+    batches = [torch.full((1 << 20,), float(k + 1)).pin_memory() for k in range(6)]
+    torch.cuda.synchronize()
+    sums = []
+    for x in _prefetched(batches, discipline):
+        torch.cuda._sleep(SPIN // 4)  # the consumer's read waits behind this on its stream
+        sums.append(x.sum())
+    torch.cuda.synchronize()
+    got = [s.item() / (1 << 20) for s in sums]
+    if discipline is None:
+        assert got != [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], got
+    else:
+        assert got == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], got
