@@ -207,7 +207,8 @@ def unseen_cuda_work(
     at: Op,
     parents: Optional[Mapping[cst.CSTNode, cst.CSTNode]] = None,
 ) -> list[Op]:
-    """CUDA work enqueued after op index ``after`` and before ``at`` that the host has not seen.
+    """CUDA work enqueued after op index ``after`` and before ``at`` that the host has not seen
+(work captured into a CUDA graph is not enqueued: it runs at replay).
 
     An opaque call (``engine.generate(ids)``, ``runner.capture(x)``: see ``Op.opaque``) may
     synchronize before it returns, so neither it nor the work before it is claimed unseen: only
@@ -219,7 +220,11 @@ def unseen_cuda_work(
         if between[position].opaque:
             between = between[position + 1 :]
             break
-    unseen = [op for op in between if is_cuda_work(op) and not function.host_has_seen(op, at)]
+    # Work recorded inside a graph capture does not run there (only at replay): nothing to see.
+    unseen = [
+        op for op in between
+        if is_cuda_work(op) and not op.in_graph_capture and not function.host_has_seen(op, at)
+    ]
     if parents is None or not unseen:
         return unseen
     syncs = [op for op in between if op.kind == OpKind.HOST_SYNC]
