@@ -23,12 +23,14 @@ order, without rebuilding anything:
 
 from __future__ import annotations
 
+import dis
 import inspect
 import re
 import typing
 import weakref
 from bisect import bisect_left
 from collections.abc import Mapping
+from functools import lru_cache
 from itertools import chain
 from typing import Callable, Iterator
 
@@ -92,9 +94,34 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 _GETTERS: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
 
 
-def _visited_fields(node_type: type) -> list[tuple[str, str]]:
-    """(helper, field) pairs from libcst's ``_visit_and_replace_children`` for ``node_type``."""
-    return _FIELD_IN_VISIT.findall(inspect.getsource(node_type._visit_and_replace_children))
+@lru_cache(maxsize=None)
+def _visited_fields(node_type: type) -> tuple[tuple[str, str], ...]:
+    """(helper, field) pairs from libcst's ``_visit_and_replace_children`` for ``node_type``: each
+    ``visit_required(self, "func", self.func, visitor)``, in order.
+
+    Read from the method's bytecode (a helper's global, then the field's name as the first string
+    constant after it), which is several times cheaper than its source and needs no ``.py``
+    file; from the source when the bytecode shows none (a Python whose compiler spells it
+    otherwise). Every worker process reads these for every node type it meets."""
+    method = node_type._visit_and_replace_children
+    pairs: list[tuple[str, str]] = []
+    helper = None
+    for instruction in dis.get_instructions(method):
+        argument = instruction.argval
+        if instruction.opname in _GLOBAL_LOADS and str(argument).startswith("visit_"):
+            helper = argument
+        elif helper is not None and instruction.opname == "LOAD_CONST" and type(argument) is str:
+            pairs.append((helper, argument))
+            helper = None
+    return tuple(pairs) or _visited_fields_from_source(node_type)
+
+
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+
+
+def _visited_fields_from_source(node_type: type) -> tuple[tuple[str, str], ...]:
+    """:func:`_visited_fields` read from the source of ``_visit_and_replace_children``."""
+    return tuple(_FIELD_IN_VISIT.findall(inspect.getsource(node_type._visit_and_replace_children)))
 
 
 def child_fields(node_type: type) -> tuple[str, ...]:
@@ -147,6 +174,7 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
 _TRIVIA_FREE_GETTERS: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
 
 
+@lru_cache(maxsize=None)
 def _trivia_fields(node_type: type) -> frozenset[str]:
     """The fields of ``node_type`` that, by libcst's type annotations, can only hold trivia
     (whitespace, punctuation, operators): ``lpar``, ``whitespace_after``, ``comma``... Nothing
@@ -271,6 +299,38 @@ def _handlers(handlers: dict, visitor_type: type, node_type: type) -> _Handlers:
     return found
 
 
+_SKIP_SINGLE = TRIVIA | {cst.MaybeSentinel, type(None)}
+_PUSHERS: dict[type, Callable[[cst.CSTNode, int, Callable], None]] = {}
+
+
+def _make_pusher(node_type: type) -> Callable[[cst.CSTNode, int, Callable], None]:
+    """Compile ``push_children(node, i, push)`` for one node type: it pushes ``(child, i)`` for
+    each non-trivia child of ``node``, the last one first (so that popping them gives libcst's
+    visiting order). What :func:`non_trivia_children` lists, without building the list: the index
+    calls this once for every node of every screened file."""
+    skip = _trivia_fields(node_type)
+    helpers: dict[str, set[str]] = {}
+    for helper, name in _visited_fields(node_type):
+        if name not in skip:
+            helpers.setdefault(name, set()).add(helper)
+    lines = ["def push_children(node, i, push):"]
+    for name, used in reversed(list(helpers.items())):
+        lines.append(f"    v = node.{name}")
+        sequence = ["for c in reversed(v):", "    if c.__class__ not in trivia: push((c, i))"]
+        if used <= _SEQUENCE_HELPERS:
+            lines += ["    if v:", *(f"        {line}" for line in sequence)]
+        elif used <= _SINGLE_HELPERS:
+            lines.append("    if v.__class__ not in skip: push((v, i))")
+        else:  # a node or a sequence, depending on its value
+            lines += ["    if isinstance(v, (tuple, list)):", *(f"        {line}" for line in sequence)]
+            lines.append("    elif v.__class__ not in skip: push((v, i))")
+    if len(lines) == 1:
+        lines.append("    pass")
+    namespace: dict = {"trivia": TRIVIA, "skip": _SKIP_SINGLE}
+    exec("\n".join(lines), namespace)  # noqa: S102 - code built from libcst's field names only
+    return namespace["push_children"]
+
+
 class TreeIndex:
     """A parsed file's non-trivia nodes in libcst's visiting order, each with its parent and the end
     of its subtree, built once and shared by every later walk of the file or any part of it.
@@ -285,41 +345,39 @@ class TreeIndex:
     def __init__(self, root: cst.CSTNode) -> None:
         nodes: list[cst.CSTNode] = []
         parents: list[int] = []
+        by_type: dict[type, list[int]] = {}
         stack: list = [(root, -1)]
-        pop, push, trivia = stack.pop, stack.append, TRIVIA
-        getters = _TRIVIA_FREE_GETTERS
-        while stack:
+        pop, push = stack.pop, stack.append
+        add_node, add_parent, pushers = nodes.append, parents.append, _PUSHERS
+        i = 0
+        while stack:  # runs for every node of every screened file: kept to the bone
             node, parent = pop()
-            i = len(nodes)
-            nodes.append(node)
-            parents.append(parent)
-            # non_trivia_children, inlined: this runs for every node of every screened file
-            getter = getters.get(node.__class__) or _trivia_free_getter(node.__class__)
-            for child in reversed(getter(node)):
-                if child.__class__ not in trivia:
-                    push((child, i))
+            add_node(node)
+            add_parent(parent)
+            node_type = node.__class__
+            positions = by_type.get(node_type)
+            if positions is None:
+                by_type[node_type] = [i]
+            else:
+                positions.append(i)
+            pusher = pushers.get(node_type)
+            if pusher is None:
+                pusher = pushers[node_type] = _make_pusher(node_type)
+            pusher(node, i, push)
+            i += 1
         # A subtree is contiguous in pre-order: it ends where its size says. Sizes add up from
         # the last node back, since every node comes after its parent.
         sizes = [1] * len(nodes)
-        for i in range(len(nodes) - 1, 0, -1):
-            sizes[parents[i]] += sizes[i]
+        for j in range(len(nodes) - 1, 0, -1):
+            sizes[parents[j]] += sizes[j]
         self.nodes, self.parents = nodes, parents
-        self.ends = [i + size for i, size in enumerate(sizes)]
+        self.ends = [j + size for j, size in enumerate(sizes)]
         # Keyed by id(): libcst nodes hash in Python, and the index keeps every node alive.
         self.position: dict[int, int] = dict(zip(map(id, nodes), range(len(nodes))))
-        self._by_type: dict[type, list[int]] | None = None
+        self._by_type = by_type
 
     def by_type(self) -> dict[type, list[int]]:
-        """The positions of each node type, ascending (built on first use)."""
-        if self._by_type is None:
-            by_type: dict[type, list[int]] = {}
-            for i, node in enumerate(self.nodes):
-                positions = by_type.get(node.__class__)
-                if positions is None:
-                    by_type[node.__class__] = [i]
-                else:
-                    positions.append(i)
-            self._by_type = by_type
+        """The positions of each node type, ascending (gathered while the index is built)."""
         return self._by_type
 
 

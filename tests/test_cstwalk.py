@@ -290,3 +290,60 @@ def test_depth_from_the_index_is_the_walked_depth():
         finally:
             register(None)
     assert checked > 1000
+
+
+def _reference_index(root: cst.CSTNode):
+    """The index as a plain pre-order walk over :func:`cstwalk.non_trivia_children` gives it."""
+    nodes, parents, ends = [], [], []
+
+    def visit(node, parent):
+        i = len(nodes)
+        nodes.append(node)
+        parents.append(parent)
+        ends.append(None)
+        for child in cstwalk.non_trivia_children(node):
+            visit(child, i)
+        ends[i] = len(nodes)
+
+    visit(root, -1)
+    return nodes, parents, ends
+
+
+def test_tree_index_is_the_pre_order_of_the_non_trivia_children(modules):
+    """The index is built by generated per-type code that pushes children without listing them:
+    it must hold exactly the nodes a plain walk finds, in the same order, with the same parents,
+    subtree ends and positions by type."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for module in modules:
+        index = cstwalk.TreeIndex(module)
+        nodes, parents, ends = _reference_index(module)
+        assert len(index.nodes) == len(nodes)
+        assert all(a is b for a, b in zip(index.nodes, nodes))
+        assert index.parents == parents
+        assert index.ends == ends
+        by_type: dict = {}
+        for i, node in enumerate(nodes):
+            by_type.setdefault(type(node), []).append(i)
+        assert index.by_type() == by_type
+        assert all(index.position[id(node)] == i for i, node in enumerate(nodes))
+
+
+def test_visited_fields_from_bytecode_are_those_of_the_source():
+    """The walker reads which fields libcst visits, and with which helper, from the bytecode of
+    each node type's ``_visit_and_replace_children`` (cheap, no source file needed): for every
+    node type it must be what the source says."""
+    types: set[type] = set()
+    stack = [cst.CSTNode]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in types:
+                types.add(sub)
+                stack.append(sub)
+    checked = 0
+    for node_type in types:
+        if "_visit_and_replace_children" not in vars(node_type):
+            continue
+        from_source = cstwalk._visited_fields_from_source(node_type)
+        assert cstwalk._visited_fields(node_type) == from_source, node_type.__name__
+        checked += bool(from_source)
+    assert checked > 150
