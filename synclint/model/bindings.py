@@ -45,11 +45,11 @@ class Unknown(Exception):
 
 def key_of(node: cst.BaseExpression, self_name: str | None = None) -> str | None:
     """A binding key: ``x``, ``self.x`` (any first-parameter name is spelled ``self``), ``x.y``."""
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         if self_name is not None and node.value == self_name:
             return "self"
         return node.value
-    if isinstance(node, cst.Attribute):
+    if type(node) is cst.Attribute:
         base = key_of(node.value, self_name)
         return f"{base}.{node.attr.value}" if base else None
     return None
@@ -65,13 +65,13 @@ class _BindingCollector(cst.CSTVisitor):
         self.functions: dict[str, cst.FunctionDef] = {}
 
     def _bind(self, target: cst.BaseExpression, value: Value) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             elements = [e.value for e in target.elements]
             values = _unpack(value, len(elements))
             for element, element_value in zip(elements, values):
                 self._bind(element, element_value)
             return
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             key = key_of(target.value, self.self_name)
             if key:
                 self.bindings.setdefault(key + "[]", []).append(value)
@@ -119,8 +119,8 @@ class _BindingCollector(cst.CSTVisitor):
     def _bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         if (
             isinstance(target, (cst.Tuple, cst.List))
-            and isinstance(iterable, cst.Call)
-            and isinstance(iterable.func, cst.Name)
+            and type(iterable) is cst.Call
+            and type(iterable.func) is cst.Name
             and iterable.func.value == "zip"
         ):
             for element, arg in zip([e.value for e in target.elements], iterable.args):
@@ -128,8 +128,8 @@ class _BindingCollector(cst.CSTVisitor):
             return
         if (
             isinstance(target, (cst.Tuple, cst.List))
-            and isinstance(iterable, cst.Call)
-            and isinstance(iterable.func, cst.Name)
+            and type(iterable) is cst.Call
+            and type(iterable.func) is cst.Name
             and iterable.func.value == "enumerate"
             and len(target.elements) == 2
             and iterable.args
@@ -142,7 +142,7 @@ class _BindingCollector(cst.CSTVisitor):
         # ``xs.append(v)`` / ``xs.insert(i, v)`` put ``v`` into the container ``xs``.
         func = node.func
         if (
-            isinstance(func, cst.Attribute)
+            type(func) is cst.Attribute
             and func.attr.value in {"append", "insert"}
             and node.args
         ):
@@ -153,7 +153,7 @@ class _BindingCollector(cst.CSTVisitor):
 
 def _unpack(value: Value, count: int) -> list[Value]:
     if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count:
-        if not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        if not any(type(e) is cst.StarredElement for e in value.elements):
             return [e.value for e in value.elements]
     if isinstance(value, cst.BaseExpression):
         return [ElementOf(value)] * count
@@ -173,14 +173,14 @@ class Scope:
 
     @cached_property
     def parameters(self) -> frozenset[str]:
-        if not isinstance(self.node, cst.FunctionDef):
+        if type(self.node) is not cst.FunctionDef:
             return frozenset()
         params = self.node.params
         names = [
             p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
         ]
         for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
+            if type(star) is cst.Param:
                 names.append(star.name.value)
         return frozenset(names)
 
@@ -209,9 +209,9 @@ class Bindings:
         function = None
         current = self.parent(node)
         while current is not None:
-            if isinstance(current, cst.FunctionDef) and function is None:
+            if type(current) is cst.FunctionDef and function is None:
                 function = current
-            elif isinstance(current, cst.ClassDef):
+            elif type(current) is cst.ClassDef:
                 return function, current if function is not None else None
             current = self.parent(current)
         return function, None
@@ -226,7 +226,7 @@ class Bindings:
                 merged.setdefault(f"self.{key}", []).extend(values)
                 merged.setdefault(key, []).extend(values)
             for stmt in cls.body.body:
-                if isinstance(stmt, cst.FunctionDef):
+                if type(stmt) is cst.FunctionDef:
                     method = self._scope(stmt, first_parameter(stmt))
                     for key, values in method.bindings.items():
                         if key.startswith("self.") or key.startswith("self[]"):
@@ -250,11 +250,11 @@ class Bindings:
         if isinstance(expr, ElementOf):
             yield from self._elements(expr.container, at, depth)
             return
-        if isinstance(expr, cst.IfExp):
+        if type(expr) is cst.IfExp:
             yield from self._origins(expr.body, at, depth + 1)
             yield from self._origins(expr.orelse, at, depth + 1)
             return
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             if _is_slice(expr):
                 yield from self._origins(expr.value, at, depth + 1)
             else:
@@ -279,26 +279,26 @@ class Bindings:
             if isinstance(container, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
                 yield from self._origins(container.elt, container.elt, depth + 1)
                 return
-            if isinstance(container, cst.DictComp):
+            if type(container) is cst.DictComp:
                 yield from self._origins(container.value, container.value, depth + 1)
                 return
             if isinstance(container, (cst.List, cst.Tuple, cst.Set)):
                 if not container.elements:
                     return
                 for element in container.elements:
-                    if isinstance(element, cst.StarredElement):
+                    if type(element) is cst.StarredElement:
                         yield from self._elements(element.value, at, depth + 1)
                     else:
                         yield from self._origins(element.value, at, depth + 1)
                 return
-            if isinstance(container, cst.Dict):
+            if type(container) is cst.Dict:
                 for element in container.elements:
-                    if isinstance(element, cst.DictElement):
+                    if type(element) is cst.DictElement:
                         yield from self._origins(element.value, at, depth + 1)
                     else:
                         raise Unknown
                 return
-            if isinstance(container, cst.BinaryOperation) and isinstance(
+            if type(container) is cst.BinaryOperation and isinstance(
                 container.operator, cst.Multiply
             ):
                 for side in (container.left, container.right):
@@ -306,7 +306,7 @@ class Bindings:
                         yield from self._elements(side, at, depth + 1)
                         return
                 raise Unknown
-            if isinstance(container, cst.Call) and isinstance(container.func, cst.Name):
+            if type(container) is cst.Call and type(container.func) is cst.Name:
                 if container.func.value in {"list", "tuple", "reversed", "iter"} and container.args:
                     yield from self._elements(container.args[0].value, at, depth + 1)
                     return
@@ -326,10 +326,10 @@ class Bindings:
                 if not found:
                     raise Unknown
                 return
-            if isinstance(container, cst.Subscript) and _is_slice(container):
+            if type(container) is cst.Subscript and _is_slice(container):
                 yield from self._elements(container.value, at, depth + 1)
                 return
-            if isinstance(container, cst.Subscript):
+            if type(container) is cst.Subscript:
                 for inner in self._elements(container.value, at, depth + 1):
                     yield from self._elements(inner, at, depth + 1)
                 return
@@ -401,7 +401,7 @@ class Bindings:
 
 
 def _is_slice(node: cst.Subscript) -> bool:
-    return any(isinstance(element.slice, cst.Slice) for element in node.slice)
+    return any(type(element.slice) is cst.Slice for element in node.slice)
 
 
 class _ReturnCollector(cst.CSTVisitor):

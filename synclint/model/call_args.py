@@ -79,13 +79,13 @@ def _is_true(node: Optional[cst.BaseExpression]) -> bool:
 
 
 def _literal_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
-    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+    if type(node) is cst.Name and node.value in ("True", "False"):
         return node.value == "True"
     return None
 
 
 def _string(node: Optional[cst.BaseExpression]) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         return node.evaluated_value if isinstance(node.evaluated_value, str) else None
     return None
 
@@ -106,7 +106,7 @@ def _sequence_expr(node: cst.BaseExpression) -> bool:
     kind = type(node)
     if kind is cst.List or kind is cst.Tuple or kind is cst.ListComp:
         return True
-    if kind is cst.BinaryOperation and isinstance(node.operator, (cst.Add, cst.Multiply)):
+    if kind is cst.BinaryOperation and type(node.operator) in (cst.Add, cst.Multiply):
         return _sequence_expr(node.left) or _sequence_expr(node.right)
     return False
 
@@ -162,10 +162,10 @@ def is_dtype_name(qualname: str) -> bool:
 def is_flag_parameter(param: cst.Param) -> bool:
     """A switch: a parameter with a boolean default, or annotated ``bool`` (see
     ``Interpreter.flag_parameter``)."""
-    if isinstance(param.default, cst.Name) and param.default.value in ("True", "False"):
+    if type(param.default) is cst.Name and param.default.value in ("True", "False"):
         return True
     annotation = param.annotation.annotation if param.annotation is not None else None
-    return isinstance(annotation, cst.Name) and annotation.value == "bool"
+    return type(annotation) is cst.Name and annotation.value == "bool"
 
 
 def chooses_the_gpu(test: cst.BaseExpression) -> bool:
@@ -173,16 +173,16 @@ def chooses_the_gpu(test: cst.BaseExpression) -> bool:
     device? A flag named for it (``if args.use_cuda:``, ``if use_gpu:``), or the type of the
     program's device (``if self.device.type == "cuda":``). Read like
     ``torch.cuda.is_available()`` (``api.DEVICE_PRESENT``)."""
-    if isinstance(test, (cst.Name, cst.Attribute)):
+    if type(test) in (cst.Name, cst.Attribute):
         name = dotted(test)
         return name is not None and name.rsplit(".", 1)[-1] in api.DEVICE_CHOSEN_FLAGS
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
         return False
     target = test.comparisons[0]
-    if not isinstance(target.operator, cst.Equal) or _string(target.comparator) != "cuda":
+    if type(target.operator) is not cst.Equal or _string(target.comparator) != "cuda":
         return False
     left = test.left
-    if not (isinstance(left, cst.Attribute) and left.attr.value == "type"):
+    if not (type(left) is cst.Attribute and left.attr.value == "type"):
         return False
     device = dotted(left.value)
     return device is not None and device.rsplit(".", 1)[-1].endswith("device")

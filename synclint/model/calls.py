@@ -61,14 +61,14 @@ class CallSemantics:
     # -- calls -------------------------------------------------------------------------------------
 
     def callee_name(self, func: cst.BaseExpression) -> Optional[str]:
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             bound = self.state.env.get(func.value)
             if isinstance(bound, ModuleRef):
                 return bound.qualname
             if func.value in self.state.env:
                 return None
             return self.i.resolver.qualify(func)
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             base = self.ev_callee_base(func.value)
             if isinstance(base, ModuleRef):
                 return canonical(f"{base.qualname}.{func.attr.value}")
@@ -275,7 +275,7 @@ class CallSemantics:
     def local_list(self, node: cst.BaseExpression) -> bool:
         """Is ``node`` a name bound in this function to a list literal (``recv = []``), whose
         elements are then exactly what the function puts there?"""
-        return isinstance(node, cst.Name) and isinstance(self.state.env.get(node.value), TupleValue)
+        return type(node) is cst.Name and isinstance(self.state.env.get(node.value), TupleValue)
 
     def names_a_module(self, node: cst.BaseExpression) -> bool:
         """Is ``node`` a name the file calls ``nn.Module``-only methods on (``model.eval()``)?"""
@@ -412,9 +412,9 @@ class CallSemantics:
             event = self.as_event(func.value, receiver)
             if event is not None:
                 return self.event_method(node, event, method)
-        if isinstance(func.value, cst.Name) and func.value.value == "self" and can_inline(self.i, method):
+        if type(func.value) is cst.Name and func.value.value == "self" and can_inline(self.i, method):
             return inline_call(self.i, node.args, self.i.class_methods[method])
-        if isinstance(func.value, cst.Name) and func.value.value == "self" and method in self.i.method_returns:
+        if type(func.value) is cst.Name and func.value.value == "self" and method in self.i.method_returns:
             self.args(node)
             stream = self.i.method_returns[method]
             storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=stream, device="cuda")
@@ -484,7 +484,7 @@ class CallSemantics:
 
     def device_text(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
         """The device a device argument writes out (``"cuda:0"``, ``torch.device("xla")``)."""
-        if isinstance(node, cst.Call) and self.callee_name(node.func) == "torch.device":
+        if type(node) is cst.Call and self.callee_name(node.func) == "torch.device":
             args = _positional(node)
             node = args[0] if args else None
         return _string(node)
@@ -496,12 +496,12 @@ class CallSemantics:
         text = self.device_text(node)
         if text is not None:
             return "cpu" if text.startswith("cpu") else ("cuda" if text.startswith(("cuda", "xpu")) else None)
-        if isinstance(node, cst.Attribute) and node.attr.value == "device":
+        if type(node) is cst.Attribute and node.attr.value == "device":
             storages = storages_of(self.ev(node.value))
             return storages[0].device if storages else None
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "current_device":
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "current_device":
             return "cuda"
-        if isinstance(node, cst.Integer):
+        if type(node) is cst.Integer:
             return "cuda"
         return None
 

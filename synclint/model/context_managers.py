@@ -39,7 +39,7 @@ def is_context_manager(function: cst.FunctionDef) -> bool:
 
 def halves(function: cst.FunctionDef) -> Optional[tuple[list, list]]:
     """The statements run on entry and on exit, or None when the body is not of the simple shape."""
-    if not isinstance(function.body, cst.IndentedBlock):
+    if type(function.body) is not cst.IndentedBlock:
         return None
     statements = list(function.body.body)
     for index, statement in enumerate(statements):
@@ -47,8 +47,8 @@ def halves(function: cst.FunctionDef) -> Optional[tuple[list, list]]:
             before, after = statements[:index], statements[index + 1 :]
             break
         if (
-            isinstance(statement, cst.Try)
-            and isinstance(statement.body, cst.IndentedBlock)
+            type(statement) is cst.Try
+            and type(statement.body) is cst.IndentedBlock
             and len(statement.body.body) == 1
             and _is_yield(statement.body.body[0])
         ):
@@ -69,7 +69,7 @@ def halves(function: cst.FunctionDef) -> Optional[tuple[list, list]]:
 def enter(interp: "Interpreter", node: cst.BaseExpression) -> Optional[Callable[[], None]]:
     """Walk the entry half of ``node`` when it calls a simple generator context manager of the
     module or class; return what walks the exit half (None, and nothing walked, otherwise)."""
-    if not isinstance(node, cst.Call):
+    if type(node) is not cst.Call:
         return None
     function = _helper(interp, node.func)
     parts = halves(function) if function is not None else None
@@ -90,10 +90,10 @@ def enter(interp: "Interpreter", node: cst.BaseExpression) -> Optional[Callable[
 
 
 def _helper(interp: "Interpreter", func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
-    if isinstance(func, cst.Name):
+    if type(func) is cst.Name:
         name = func.value
         return interp.context_managers[name] if can_inline(interp, name, interp.context_managers) else None
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+    if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
         name = func.attr.value
         method = interp.class_methods.get(name)
         if method is not None and can_inline(interp, name) and is_context_manager(method):
@@ -104,16 +104,16 @@ def _helper(interp: "Interpreter", func: cst.BaseExpression) -> Optional[cst.Fun
 def _is_yield(statement: cst.CSTNode) -> bool:
     """Is ``statement`` a bare ``yield`` or ``yield value`` (not ``yield from``)?"""
     return (
-        isinstance(statement, cst.SimpleStatementLine)
+        type(statement) is cst.SimpleStatementLine
         and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, cst.Yield)
-        and not isinstance(statement.body[0].value.value, cst.From)
+        and type(statement.body[0]) is cst.Expr
+        and type(statement.body[0].value) is cst.Yield
+        and type(statement.body[0].value.value) is not cst.From
     )
 
 
 def _block(suite: cst.BaseSuite) -> list:
-    return list(suite.body) if isinstance(suite, cst.IndentedBlock) else []
+    return list(suite.body) if type(suite) is cst.IndentedBlock else []
 
 
 class _Yields(cst.CSTVisitor):

@@ -53,7 +53,7 @@ class EventCreations:
     def _classify(
         self, leaf: cst.BaseExpression, at: cst.CSTNode, depth: int
     ) -> list[EventCreation]:
-        if depth > 6 or not isinstance(leaf, cst.Call):
+        if depth > 6 or type(leaf) is not cst.Call:
             raise Unknown
         qualname = self.names.qualname(leaf.func)
         if qualname in EVENT_CLASSES:
@@ -66,7 +66,7 @@ class EventCreations:
                     event_argument(leaf, qualname, "enable_timing"),
                 )
             ]
-        if isinstance(leaf.func, cst.Attribute) and leaf.func.attr.value == "record_event":
+        if type(leaf.func) is cst.Attribute and leaf.func.attr.value == "record_event":
             if not leaf.args:
                 return [EventCreation(leaf, "record_event", "record_event", False, None)]
             result: list[EventCreation] = []
@@ -89,7 +89,7 @@ class EventCreations:
             origins = self.bindings.origins(call.func, at)
         except Unknown:
             return None
-        if len(origins) != 1 or not isinstance(origins[0], cst.Call):
+        if len(origins) != 1 or type(origins[0]) is not cst.Call:
             return None
         factory = origins[0]
         if self.names.qualname(factory.func) not in {"functools.partial", "partial"}:

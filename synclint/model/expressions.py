@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 _UNSEEN = object()
+#: Comparisons whose result is a host ``bool`` whatever they compare (``x is None``, ``k in d``).
+_MEMBERSHIP_OR_IDENTITY = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 #: Per evaluator class: node class -> (its ``ex_`` function, whether it takes a hint), or None.
 _HANDLERS: dict[type, dict[type, Optional[tuple]]] = {}
 
@@ -86,15 +88,15 @@ _SIZE_QUERIES = frozenset({"numel", "nelement", "size", "dim", "ndimension", "el
 
 def _a_size(node: cst.BaseExpression) -> bool:
     """A size: ``len(xs)``, ``t.numel()``, ``t.size(0)``, ``t.shape[0]``."""
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
         func = node.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else (
-            func.value if isinstance(func, cst.Name) else None
+        name = func.attr.value if type(func) is cst.Attribute else (
+            func.value if type(func) is cst.Name else None
         )
         return name in _SIZE_QUERIES
-    if isinstance(node, cst.Subscript):
+    if type(node) is cst.Subscript:
         node = node.value
-    return isinstance(node, cst.Attribute) and node.attr.value == "shape"
+    return type(node) is cst.Attribute and node.attr.value == "shape"
 
 
 def item_keys(node: cst.Subscript) -> Optional[tuple[str, str]]:
@@ -102,12 +104,12 @@ def item_keys(node: cst.Subscript) -> Optional[tuple[str, str]]:
     literal index, ``("d[*]", "d[*]")`` for any other single index; None for slices, several
     indexes and containers other than a local name (an attribute's items are stored and read by
     different methods, at different times)."""
-    if type(node.value) is not cst.Name or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+    if type(node.value) is not cst.Name or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
         return None
     container = node.value.value
     index = node.slice[0].slice.value
     any_key = f"{container}[*]"
-    if isinstance(index, (cst.SimpleString, cst.Integer)):
+    if type(index) in (cst.SimpleString, cst.Integer):
         return f"{container}[{index.value}]", any_key
     return any_key, any_key
 
@@ -116,13 +118,13 @@ def _container_key(source: cst.BaseExpression) -> Optional[str]:
     """The container a ``for`` loop walks: ``works``, ``works.values()``, or the same container on
     both arms of a test of its type (MindSpeed's ``reqs if isinstance(reqs, list) else
     reqs.values()``, over a dict of handles)."""
-    if isinstance(source, cst.IfExp):
+    if type(source) is cst.IfExp:
         body, orelse = _container_key(source.body), _container_key(source.orelse)
         return body if body == orelse else None
     if (
-        isinstance(source, cst.Call)
+        type(source) is cst.Call
         and not source.args
-        and isinstance(source.func, cst.Attribute)
+        and type(source.func) is cst.Attribute
         and source.func.attr.value == "values"
     ):
         source = source.func.value
@@ -322,18 +324,18 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         return None
 
     def is_current_stream_call(self, node: Optional[cst.BaseExpression]) -> bool:
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             return False
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("current_stream",):
+        if type(node.func) is cst.Attribute and node.func.attr.value in ("current_stream",):
             value = self.ev_callee_base(node.func.value)
             return isinstance(value, ModuleRef) and canonical(value.qualname) == "torch.cuda"
         name = self.i.resolver.qualify(node.func)
         return name in api.CURRENT_STREAM
 
     def ev_callee_base(self, node: cst.BaseExpression):
-        if isinstance(node, cst.Name) and node.value in self.state.env:
+        if type(node) is cst.Name and node.value in self.state.env:
             return self.state.env[node.value]
-        if isinstance(node, cst.Call) and self.i.resolver.is_wrapper_call(node):
+        if type(node) is cst.Call and self.i.resolver.is_wrapper_call(node):
             return ModuleRef("torch.cuda")
         name = self.i.resolver.qualify(node)
         return ModuleRef(name) if name else None
@@ -360,10 +362,10 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
 
     def query_poll(self, test: cst.BaseExpression) -> bool:
         """``while not e.query():`` (or ``s.query()``) polls until the work is done: a host sync."""
-        if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+        if not (type(test) is cst.UnaryOperation and type(test.operator) is cst.Not):
             return False
         call = test.expression
-        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+        if not (type(call) is cst.Call and type(call.func) is cst.Attribute):
             return False
         if call.func.attr.value != "query":
             return False
@@ -380,13 +382,13 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         """Classify a ``with`` item: ("stream", StreamValue) for a stream context
         (``torch.cuda.stream(s)``), ("stream-itself", StreamValue) for a stream used as its own
         context manager (``torch.Stream(0)``), ("graph", None) or ("other", value)."""
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             callee = self.callee_name(node.func)
             if callee in api.STREAM_CONTEXTS:
                 args = _positional(node) or [a.value for a in node.args if a.keyword and a.keyword.value == "stream"]
                 if not args:
                     return "none", None
-                if isinstance(args[0], cst.Name) and args[0].value == "None":
+                if type(args[0]) is cst.Name and args[0].value == "None":
                     return "none", None
                 value = self.ev(args[0])
                 return "stream", self.as_stream(args[0], value)
@@ -470,7 +472,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
 
     def ex_FormattedString(self, node: cst.FormattedString):
         for part in node.parts:
-            if isinstance(part, cst.FormattedStringExpression):
+            if type(part) is cst.FormattedStringExpression:
                 storages = storages_of(self.ev(part.expression))
                 if storages:
                     self.blocking_read(part, storages)
@@ -482,7 +484,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if key is not None and key in env:
             return env[key]
         attr = node.attr.value
-        if attr in self.i.class_methods and isinstance(node.value, cst.Name) and node.value.value == "self":
+        if attr in self.i.class_methods and type(node.value) is cst.Name and node.value.value == "self":
             value = read_property(self.i, node)
             if value is not NOT_A_PROPERTY:
                 return value
@@ -498,7 +500,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 self.mark_tensor(storages)
                 return base
             return None
-        if base is None and isinstance(node.value, cst.Call) and self.i.resolver.is_wrapper_call(node.value):
+        if base is None and type(node.value) is cst.Call and self.i.resolver.is_wrapper_call(node.value):
             return ModuleRef(f"torch.cuda.{attr}")
         return None
 
@@ -509,7 +511,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         try:
             for element in node.slice:
                 inner = element.slice
-                if isinstance(inner, cst.Index):
+                if type(inner) is cst.Index:
                     index_values.append(self.ev(inner.value))
                 else:
                     for part in (inner.lower, inner.upper, inner.step):
@@ -518,7 +520,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             self.index_depth -= 1
         if isinstance(base, StreamList):
             inner = node.slice[0].slice
-            text = self.i.model_code(inner.value) if isinstance(inner, cst.Index) else "i"
+            text = self.i.model_code(inner.value) if type(inner) is cst.Index else "i"
             return StreamValue(f"{base.key}[{text}]", f"stream `{base.key}[{text}]`", "created",
                                container=base.key, index=text)
         if base is None or base is HOST or (
@@ -538,7 +540,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return base  # `works[block][chunk]`: a handle from a nested container of handles
         if isinstance(base, TupleValue):
             inner = node.slice[0].slice
-            if isinstance(inner, cst.Index) and isinstance(inner.value, cst.Integer):
+            if type(inner) is cst.Index and type(inner.value) is cst.Integer:
                 position = int(inner.value.value)
                 if -len(base.items) <= position < len(base.items):
                     return base.items[position]
@@ -554,7 +556,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             # Advanced indexing with a tensor: a gather, i.e. a new tensor.
             return self.tensor_op(node, reads=storages + index_storages, result_label="<expr>")
         if storages and not any(s.root.tensor for s in storages) and not any(
-            isinstance(e.slice, cst.Slice) for e in node.slice
+            type(e.slice) is cst.Slice for e in node.slice
         ):
             stored = self.stored_item(node)
             if stored is not None:
@@ -565,7 +567,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return self.i.new_storage(f"{storages[0].label}[]", node, origin="unknown", tensor=False)
         if storages:
             self.mark_tensor(storages)
-            if all(isinstance(e.slice, cst.Slice) for e in node.slice) and (
+            if all(type(e.slice) is cst.Slice for e in node.slice) and (
                 len(storages) == 1 or isinstance(base, Alternatives)
             ):
                 # A static slice: a view of a region of the base; of each base a name may be
@@ -585,7 +587,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
     def ex_BinaryOperation(self, node: cst.BinaryOperation, hint=None):
         # Long chains (`a + b + c + ...`) nest to the left: fold them iteratively, not recursively.
         spine = [node]
-        while isinstance(spine[-1].left, cst.BinaryOperation):
+        while type(spine[-1].left) is cst.BinaryOperation:
             spine.append(spine[-1].left)
         value = self.ev(spine[-1].left)
         for link in reversed(spine):
@@ -612,7 +614,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         return not _a_size(operand) and not (
             # `idx += 1`: a counter; `y + 1` is as often a kernel.
             isinstance(operator, (cst.AddAssign, cst.SubtractAssign))
-            and isinstance(operand, cst.Integer)
+            and type(operand) is cst.Integer
             and operand.value == "1"
         )
 
@@ -627,7 +629,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
 
     def ex_Comparison(self, node: cst.Comparison, hint=None):
         values = [self.ev(node.left)] + [self.ev(c.comparator) for c in node.comparisons]
-        if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+        if any(type(c.operator) in _MEMBERSHIP_OR_IDENTITY for c in node.comparisons):
             return HOST
         storages = [s for v in values for s in storages_of(v)]
         if storages:
@@ -638,7 +640,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
     def ex_UnaryOperation(self, node: cst.UnaryOperation, hint=None):
         value = self.ev(node.expression)
         storages = storages_of(value)
-        if isinstance(node.operator, cst.Not):
+        if type(node.operator) is cst.Not:
             if storages:
                 self.blocking_read(node, storages)
             return HOST
@@ -675,7 +677,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
 
     def ex_Dict(self, node: cst.Dict):
         for element in node.elements:
-            if isinstance(element, cst.DictElement):
+            if type(element) is cst.DictElement:
                 self.ev(element.key)
             for storage in storages_of(self.ev(element.value)):
                 storage.escapes = True
@@ -683,14 +685,14 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
 
     def ex_ListComp(self, node, hint=None):
         element = node.elt
-        if isinstance(element, cst.Call) and self.callee_name(element.func) in api.STREAM_FACTORIES:
+        if type(element) is cst.Call and self.callee_name(element.func) in api.STREAM_FACTORIES:
             key = hint or "streams"
             made = StreamValue(key, f"streams `{key}`", "created", element)  # the list's elements
             self.i.emit(OpKind.CREATE_STREAM, element, qualname="torch.cuda.Stream", target=made)
             return StreamList(key, f"streams `{key}`")
         for comp in self._comprehensions(node):
             self.ev(comp.iter)
-        if hint is not None and isinstance(node, cst.ListComp) and self._allocation(element):
+        if hint is not None and type(node) is cst.ListComp and self._allocation(element):
             # `self._staging = [torch.empty(n).pin_memory() for _ in range(k)]`: one element
             # stands for all of them, kept as the list's element (`self._staging[i]`), so that
             # a pinned staging buffer taken from the list is known to live on the host.
@@ -703,12 +705,12 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         """Is ``node`` a ``torch`` factory call, perhaps pinned or moved to the host
         (``torch.empty(n).pin_memory()``)? Evaluating it does nothing but allocate."""
         while (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
+            type(node) is cst.Call
+            and type(node.func) is cst.Attribute
             and node.func.attr.value in ("pin_memory", "cpu")
         ):
             node = node.func.value
-        return isinstance(node, cst.Call) and self.callee_name(node.func) in api.TENSOR_FACTORIES
+        return type(node) is cst.Call and self.callee_name(node.func) in api.TENSOR_FACTORIES
 
     ex_GeneratorExp = ex_SetComp = ex_ListComp
 

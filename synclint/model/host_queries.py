@@ -72,7 +72,7 @@ def _synchronized_on_every_arm(
     for op in covering:
         node = parents.get(op.node)
         while node is not None and not isinstance(node, (cst.FunctionDef, cst.Module)):
-            if isinstance(node, cst.If) and dominates(node, at.node, parents):
+            if type(node) is cst.If and dominates(node, at.node, parents):
                 if _every_arm_contains(node, nodes, parents):
                     return op
                 break
@@ -89,7 +89,7 @@ def _every_arm_contains(
     if not any(_runs_whenever(node, arm, parents) for node in nodes):
         return False
     orelse = stmt.orelse
-    if isinstance(orelse, cst.If):
+    if type(orelse) is cst.If:
         return _every_arm_contains(orelse, nodes, parents)
     return orelse is not None and any(_runs_whenever(node, orelse.body, parents) for node in nodes)
 
@@ -167,12 +167,12 @@ def _runs_wherever_there_is_a_device(construct: cst.CSTNode, child: cst.CSTNode)
     self.device.type == "cuda":``)? Where the test fails nothing ran on a device, so a
     synchronization there covers every path that has device work (the model's belief too:
     ``Interpreter.st_If``)."""
-    if not isinstance(construct, cst.If) or child is not construct.body:
+    if type(construct) is not cst.If or child is not construct.body:
         return False
     test = construct.test
     if chooses_the_gpu(test):
         return True  # `if args.use_cuda:`, `if self.device.type == "cuda":`
-    if not isinstance(test, cst.Call) or test.args:
+    if type(test) is not cst.Call or test.args:
         return False
     name = dotted(test.func)
     return name is not None and (
@@ -186,7 +186,7 @@ def _evaluated_first(construct: cst.CSTNode, child: cst.CSTNode) -> bool:
     operand of ``and``/``or``?"""
     if isinstance(construct, (cst.If, cst.IfExp)):
         return child is construct.test
-    if isinstance(construct, cst.BooleanOperation):
+    if type(construct) is cst.BooleanOperation:
         return child is construct.left
     return False
 
@@ -251,8 +251,8 @@ def flag_guarded(
     flags = []
     child, node = sync, parents.get(sync)
     while node is not None and id(node) not in around_work:
-        if isinstance(node, cst.If):
-            if child is not node.body or not isinstance(node.test, cst.Name):
+        if type(node) is cst.If:
+            if child is not node.body or type(node.test) is not cst.Name:
                 return False
             flags.append(node.test.value)
         elif isinstance(node, _CONDITIONAL):
@@ -305,20 +305,20 @@ def _set_true_with(
 def _assigns(statement: cst.CSTNode, flag: str) -> Optional[str]:
     """``"True"``/``"False"`` for ``flag = True``/``flag = False`` written as a statement line;
     ``"other"`` for any other assignment of ``flag`` there; None when it assigns no ``flag``."""
-    if not isinstance(statement, cst.SimpleStatementLine):
+    if type(statement) is not cst.SimpleStatementLine:
         return None
     for small in statement.body:
-        if isinstance(small, cst.Assign) and any(
-            isinstance(t.target, cst.Name) and t.target.value == flag for t in small.targets
+        if type(small) is cst.Assign and any(
+            type(t.target) is cst.Name and t.target.value == flag for t in small.targets
         ):
             value = small.value
             single = len(small.targets) == 1
-            if single and isinstance(value, cst.Name) and value.value in ("True", "False"):
+            if single and type(value) is cst.Name and value.value in ("True", "False"):
                 return value.value
             return "other"
         if (
             isinstance(small, (cst.AugAssign, cst.AnnAssign))
-            and isinstance(small.target, cst.Name)
+            and type(small.target) is cst.Name
             and small.target.value == flag
         ):
             return "other"
@@ -354,7 +354,7 @@ class _FlagAssignments(cst.CSTVisitor):
             self.found.append((node, None if kind == "other" else kind))
 
     def _target(self, node: cst.CSTNode, target: cst.CSTNode) -> None:
-        if isinstance(target, cst.Name) and target.value == self.flag:
+        if type(target) is cst.Name and target.value == self.flag:
             self.found.append((node, None))
 
     def visit_For(self, node: cst.For) -> None:
@@ -396,16 +396,16 @@ def asserted(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> b
     is)? Code after the ``assert`` runs only where it held: cosmos-rl checks that the end event is
     done, after a blocking read, before it reads ``elapsed_time``."""
     child, current = node, parents.get(node)
-    while isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.And):
+    while type(current) is cst.BooleanOperation and type(current.operator) is cst.And:
         child, current = current, parents.get(current)
-    return isinstance(current, cst.Assert) and current.test is child
+    return type(current) is cst.Assert and current.test is child
 
 
 def polled_in_while(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
     """Is ``node`` inside the test of a ``while`` loop (``while not end.query(): ...``)?"""
     child, current = node, parents.get(node)
     while current is not None and not isinstance(current, (cst.FunctionDef, cst.Module)):
-        if isinstance(current, cst.While) and child is current.test:
+        if type(current) is cst.While and child is current.test:
             return True
         child, current = current, parents.get(current)
     return False

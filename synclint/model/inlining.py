@@ -52,22 +52,22 @@ def simple_property(method: cst.FunctionDef) -> bool:
     ):
         return False
     body = method.body
-    if not isinstance(body, cst.IndentedBlock):
+    if type(body) is not cst.IndentedBlock:
         return False
     statements = list(body.body)
     if len(statements) == 2 and _is_docstring(statements[0]):
         statements = statements[1:]
-    if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
+    if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
         return False
     small = statements[0].body
-    return len(small) == 1 and isinstance(small[0], cst.Return) and small[0].value is not None
+    return len(small) == 1 and type(small[0]) is cst.Return and small[0].value is not None
 
 
 def _is_docstring(statement: cst.CSTNode) -> bool:
     return (
-        isinstance(statement, cst.SimpleStatementLine)
+        type(statement) is cst.SimpleStatementLine
         and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
+        and type(statement.body[0]) is cst.Expr
         and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
 
@@ -147,7 +147,7 @@ def inline_call(
             value = None
         env[name] = value
     for star in (method.params.star_arg, method.params.star_kwarg):
-        if isinstance(star, cst.Param):
+        if type(star) is cst.Param:
             env[star.name.value] = None
 
     saved_params, saved_entry_op, saved_loop_base = interp.params, interp.entry_op, interp.loop_base

@@ -68,22 +68,22 @@ def _optional_tested(stmt: cst.If) -> Optional[str]:
     if stmt.orelse is not None:
         return None
     test = stmt.test
-    if isinstance(test, cst.Comparison):
+    if type(test) is cst.Comparison:
         if len(test.comparisons) != 1:
             return None
         comparison = test.comparisons[0]
-        if not isinstance(comparison.operator, cst.IsNot):
+        if type(comparison.operator) is not cst.IsNot:
             return None
-        if not (isinstance(comparison.comparator, cst.Name) and comparison.comparator.value == "None"):
+        if not (type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"):
             return None
         test = test.left
-    if not isinstance(test, (cst.Name, cst.Attribute)):
+    if type(test) not in (cst.Name, cst.Attribute):
         return None
     return dotted(test)
 
 
 def _target_names(target: cst.BaseExpression) -> set:
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return {target.value}
     if isinstance(target, (cst.Tuple, cst.List)):
         return {n for e in target.elements for n in _target_names(e.value)}
@@ -94,17 +94,17 @@ def _waits_in(body: cst.BaseSuite) -> list[Optional[str]]:
     """For each statement of ``body`` itself, in order: the receiver of ``<receiver>.wait()`` when
     that is the whole statement (``handle.wait()``), or the event of ``<stream>.wait_event(e)``,
     else None (any other statement, or a compound one)."""
-    lines = body.body if isinstance(body, cst.IndentedBlock) else (body,)
+    lines = body.body if type(body) is cst.IndentedBlock else (body,)
     receivers: list[Optional[str]] = []
     for line in lines:
         if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             receivers.append(None)
             continue
         for small in line.body:
-            call = small.value if isinstance(small, cst.Expr) else None
+            call = small.value if type(small) is cst.Expr else None
             method = (
                 call.func.attr.value
-                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                if type(call) is cst.Call and type(call.func) is cst.Attribute
                 else None
             )
             if method == "wait":
@@ -165,9 +165,9 @@ _STATEMENT_HANDLERS: dict[type, dict[type, Optional[Callable]]] = {}
 
 def _method_of_another_object(node: cst.CSTNode) -> bool:
     """Is ``node`` a call ``<obj>.<method>(...)`` whose receiver is not ``self`` itself?"""
-    func = node.func if isinstance(node, cst.Call) else None
-    return isinstance(func, cst.Attribute) and not (
-        isinstance(func.value, cst.Name) and func.value.value == "self"
+    func = node.func if type(node) is cst.Call else None
+    return type(func) is cst.Attribute and not (
+        type(func.value) is cst.Name and func.value.value == "self"
     )
 
 
@@ -568,7 +568,7 @@ class Interpreter:
                 self.flag_params.add(name)
             self.bind(name, self._param_value(param))
         for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
+            if type(star) is cst.Param:
                 self.state.env[star.name.value] = None
 
     def _param_value(self, param: cst.Param):
@@ -584,10 +584,10 @@ class Interpreter:
             return HOST
         if name in self.module_names:
             return None  # `model.eval()` somewhere in the file: a module, no tensor
-        if param.default is not None and not isinstance(param.default, cst.Name):
+        if param.default is not None and type(param.default) is not cst.Name:
             if isinstance(param.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Dict, cst.List, cst.Tuple)):
                 return HOST
-        if isinstance(param.default, cst.Name) and param.default.value in ("True", "False"):
+        if type(param.default) is cst.Name and param.default.value in ("True", "False"):
             return HOST
         storage = self.new_storage(name, param, origin="param", tensor=(tail == "Tensor"),
                                    device="cpu" if HOST_NAME.search(name) else None)
@@ -693,13 +693,13 @@ class Interpreter:
                 stmt, reads=storages_of(value), writes=storages_of(target), inplace=True,
                 evidence=evidence,
             )
-        elif storages_of(value) and isinstance(stmt.target, cst.Name):
+        elif storages_of(value) and type(stmt.target) is cst.Name:
             # ``total += loss`` with a Python number on the left: the result is a new tensor.
             result = self.exprs.tensor_op(stmt, reads=storages_of(value), result_label=stmt.target.value)
             self.assign(stmt.target, result, stmt)
 
     def st_Del(self, stmt: cst.Del) -> None:
-        targets = stmt.target.elements if isinstance(stmt.target, cst.Tuple) else [stmt.target]
+        targets = stmt.target.elements if type(stmt.target) is cst.Tuple else [stmt.target]
         for target in targets:
             node = target.value if isinstance(target, cst.BaseElement) else target
             key = dotted(node)
@@ -738,7 +738,7 @@ class Interpreter:
         reduce-scatter)."""
         self.exprs.condition(stmt.test)
         test = stmt.test
-        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
         excluded = self.model_code(test.expression) if negated else f"not {self.model_code(test)}"
         is_excluded: dict = {}  # `if` test node -> is it this condition (equal text)?
 
@@ -810,7 +810,7 @@ class Interpreter:
             old = self.state.env.get(target.value)
             self.bind(target.value, value)
             call = getattr(stmt, "value", None)
-            if isinstance(call, cst.Call) and (
+            if type(call) is cst.Call and (
                 value is None or isinstance(value, Storage) and value.alloc_node is call
             ):
                 # Made by this call, here, on this stream (an object, or what may be a tensor):
@@ -825,7 +825,7 @@ class Interpreter:
                     storage.label = target.value
             if old is not None and old is not value:
                 self.release_if_unreferenced(old, stmt)
-        elif isinstance(target, cst.Attribute):
+        elif type(target) is cst.Attribute:
             key = dotted(target)
             self.arguments_kept(value)
             if key is not None and key.startswith(("self.", "cls.")):
@@ -848,11 +848,11 @@ class Interpreter:
                         value.label = f"stream `{key}`"
             else:
                 self.exprs.ev(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             items = value.items if isinstance(value, TupleValue) else None
             for index, element in enumerate(target.elements):
                 inner = element.value
-                if items is not None and index < len(items) and not isinstance(element, cst.StarredElement):
+                if items is not None and index < len(items) and type(element) is not cst.StarredElement:
                     self.assign(inner, items[index], stmt)
                 else:
                     # `out, lse = f(x)`: each part of an unknown result, made where the call ran;
@@ -860,7 +860,7 @@ class Interpreter:
                     # Not written on the current stream here: such parts are as often host values.
                     part = self.exprs.derived(value, dotted(inner) or "tensor", stmt)
                     self.assign(inner, part, stmt)
-        elif isinstance(target, cst.Subscript):
+        elif type(target) is cst.Subscript:
             base = self.exprs.ev(target.value)
             for element in target.slice:
                 self.exprs.ev(getattr(element.slice, "value", None))
@@ -878,7 +878,7 @@ class Interpreter:
                     storage.escapes = True
                 self.arguments_kept(value)
                 self.remember_item(target, value)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self.assign(target.value, None, stmt)
 
     def remember_item(self, target: cst.Subscript, value) -> None:
@@ -937,7 +937,7 @@ class Interpreter:
             return test.value in self.flag_params
         # `if self.workers > 1:` / `if self.overlap:`: the object's configuration, fixed since
         # `__init__`; the other methods branch on it the same way.
-        parts = [test.left, *(c.comparator for c in test.comparisons)] if isinstance(test, cst.Comparison) else [test]
+        parts = [test.left, *(c.comparator for c in test.comparisons)] if type(test) is cst.Comparison else [test]
         return any(is_self_attribute(p) for p in parts) and all(
             is_self_attribute(p) or isinstance(p, (cst.Integer, cst.Float, cst.SimpleString, cst.Name))
             for p in parts
@@ -974,7 +974,7 @@ class Interpreter:
         # there is no device, so no device work is pending on them (their clocks cover it all).
         without_device = self._device_present(stmt.test)
         while True:
-            if isinstance(current, cst.If):
+            if type(current) is cst.If:
                 self.exprs.condition(current.test)
                 failed_tests = self.state
                 self.state = failed_tests.copy()
@@ -1008,9 +1008,9 @@ class Interpreter:
         if type(test) is cst.Name:
             test = self.stream_tests.get(test.value)
         if not (
-            isinstance(test, cst.Comparison)
+            type(test) is cst.Comparison
             and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, (cst.NotEqual, cst.IsNot))
+            and type(test.comparisons[0].operator) in (cst.NotEqual, cst.IsNot)
         ):
             return None
         left, right = test.left, test.comparisons[0].comparator
@@ -1036,7 +1036,7 @@ class Interpreter:
         :func:`~synclint.model.call_args.chooses_the_gpu`)."""
         if chooses_the_gpu(test):
             return True
-        return isinstance(test, cst.Call) and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
+        return type(test) is cst.Call and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
 
     def _flag_arms(self, stmt: cst.If) -> Optional[list]:
         """The arms of an ``if``/``elif``/``else`` whose every test is a configuration switch
@@ -1044,7 +1044,7 @@ class Interpreter:
         ``(test, body)``, then ``(None, else body or None)``. None when a test is not a switch."""
         arms: list = []
         current: Optional[cst.CSTNode] = stmt
-        while isinstance(current, cst.If):
+        while type(current) is cst.If:
             if not self.flag_parameter(current.test):
                 return None
             arms.append((current.test, current.body))
@@ -1182,9 +1182,9 @@ class Interpreter:
     def st_For(self, stmt: cst.For) -> None:
         iterable = self.exprs.ev(stmt.iter)
 
-        sources = [stmt.iter] + ([a.value for a in stmt.iter.args] if isinstance(stmt.iter, cst.Call) else [])
+        sources = [stmt.iter] + ([a.value for a in stmt.iter.args] if type(stmt.iter) is cst.Call else [])
         if any(
-            (isinstance(n, cst.Name) and n.value in self.params) or is_self_attribute(n) for n in sources
+            (type(n) is cst.Name and n.value in self.params) or is_self_attribute(n) for n in sources
         ):
             # Elements of a parameter or of an attribute (`for t in tensors:`, `for op in
             # self.send_ops:`) were made before this call: the caller's values.
@@ -1325,7 +1325,7 @@ class Interpreter:
 
     def run_module(self, module: cst.Module) -> None:
         self.nested = []
-        body = [s for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+        body = [s for s in module.body if type(s) not in (cst.FunctionDef, cst.ClassDef)]
         self.run_block(body)
 
     def close(self) -> None:
@@ -1388,15 +1388,15 @@ def _enumerated(stmt: cst.For):
     """(counter, element target, the sequence) of ``for i, t in enumerate(xs):``, else None."""
     call, target = stmt.iter, stmt.target
     if not (
-        isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Name)
+        type(call) is cst.Call
+        and type(call.func) is cst.Name
         and call.func.value == "enumerate"
         and len(call.args) == 1
         and call.args[0].keyword is None
         and not call.args[0].star
         and isinstance(target, (cst.Tuple, cst.List))
         and len(target.elements) == 2
-        and not any(isinstance(e, cst.StarredElement) for e in target.elements)
+        and not any(type(e) is cst.StarredElement for e in target.elements)
     ):
         return None
     return target.elements[0].value, target.elements[1].value, call.args[0].value

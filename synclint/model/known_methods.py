@@ -259,7 +259,7 @@ class KnownValueMethods:
 
     def tensor_device(self, node: Optional[cst.BaseExpression]) -> bool:
         """``other.device`` where ``other`` is a known tensor (not ``self.device``)."""
-        if not (isinstance(node, cst.Attribute) and node.attr.value == "device"):
+        if not (type(node) is cst.Attribute and node.attr.value == "device"):
             return False
         key = dotted(node.value)
         return key is not None and bool(storages_of(self.state.env.get(key)))
@@ -284,7 +284,7 @@ class KnownValueMethods:
             target = self.device_of(device_node)
             if target is None and device_node is not None:
                 if _is_dtype(device_node) or (
-                    isinstance(device_node, cst.Name)
+                    type(device_node) is cst.Name
                     and _names_a_dtype(self.state.env.get(device_node.value))
                 ):
                     target = src.device

@@ -70,16 +70,33 @@ def _module_name(node: cst.BaseExpression) -> str:
     return name or ""
 
 
+def _concrete_subclasses(base: type) -> frozenset[type]:
+    """Every class below ``base``: an exact-type test against them is an ``isinstance`` test
+    against ``base`` without the abstract base class's (slow, Python-level) check."""
+    found: set[type] = set()
+    stack = [base]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                stack.append(sub)
+    return frozenset(found)
+
+
+_SUITES = _concrete_subclasses(cst.BaseSuite)
+_COMPOUND_STATEMENTS = _concrete_subclasses(cst.BaseCompoundStatement)
+
+
 def nested_suites(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
     """The statement blocks directly inside a compound statement (bodies, else, except, finally)."""
     body = getattr(stmt, "body", None)
-    if isinstance(body, cst.BaseSuite):
+    if type(body) in _SUITES:
         yield body
     orelse = getattr(stmt, "orelse", None)
-    while isinstance(orelse, cst.If):  # elif chains: iterate, they can be thousands long
+    while type(orelse) is cst.If:  # elif chains: iterate, they can be thousands long
         yield orelse.body
         orelse = orelse.orelse
-    if orelse is not None and isinstance(getattr(orelse, "body", None), cst.BaseSuite):
+    if orelse is not None and type(getattr(orelse, "body", None)) in _SUITES:
         yield orelse.body
     for handler in getattr(stmt, "handlers", ()) or ():
         yield handler.body
@@ -93,7 +110,7 @@ def _statements(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
     :mod:`synclint.slicing` keeps a function whose import names something relevant code uses)."""
     for stmt in body:
         yield stmt
-        if type(stmt) is not cst.SimpleStatementLine and isinstance(stmt, cst.BaseCompoundStatement):
+        if type(stmt) in _COMPOUND_STATEMENTS:
             for suite in nested_suites(stmt):
                 yield from _statements(suite.body)
 
@@ -115,7 +132,7 @@ class ImportResolver:
     def _import(self, node: cst.Import) -> None:
         for alias in node.names:
             full = _module_name(alias.name)
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 self.aliases[alias.asname.name.value] = full
             else:
                 head = full.split(".", 1)[0]
@@ -126,12 +143,12 @@ class ImportResolver:
             base = "." * len(node.relative) + (_module_name(node.module) if node.module else "")
         else:
             base = _module_name(node.module) if node.module else ""
-        if isinstance(node.names, cst.ImportStar):
+        if type(node.names) is cst.ImportStar:
             return
         for alias in node.names:
             name = _module_name(alias.name)
             local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 local = alias.asname.name.value
             self.aliases[local] = f"{base}.{name}" if base else name
 
@@ -143,7 +160,7 @@ class ImportResolver:
         if kind is cst.Attribute:
             base = self.qualify(node.value)
             return canonical(f"{base}.{node.attr.value}") if base else None
-        if isinstance(node, cst.Call) and self.is_wrapper_call(node):
+        if type(node) is cst.Call and self.is_wrapper_call(node):
             return "torch.cuda"
         return None
 

@@ -86,7 +86,7 @@ class _Builder:
         self.context_managers = {
             s.name.value: s
             for s in module.body
-            if isinstance(s, cst.FunctionDef) and is_context_manager(s)
+            if type(s) is cst.FunctionDef and is_context_manager(s)
         }
 
     def interpreter(
@@ -105,8 +105,8 @@ class _Builder:
         return interp
 
     def build(self) -> ModuleModel:
-        functions = [s for s in self.module.body if isinstance(s, cst.FunctionDef)]
-        classes = [s for s in self.module.body if isinstance(s, cst.ClassDef)]
+        functions = [s for s in self.module.body if type(s) is cst.FunctionDef]
+        classes = [s for s in self.module.body if type(s) is cst.ClassDef]
         self.summarise(functions)
         self.run_scope(FunctionModel("<module>", self.module), lambda i: i.run_module(self.module))
         for function in functions:
@@ -186,7 +186,7 @@ class _Builder:
     # -- classes --------------------------------------------------------------------------------
 
     def run_class(self, cls: cst.ClassDef) -> None:
-        methods = [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
+        methods = [s for s in cls.body.body if type(s) is cst.FunctionDef]
         self._methods = {m.name.value: m for m in methods}
         facts = _ClassFacts.of(cls)
         self._assigned = facts.assigned
@@ -463,7 +463,7 @@ class _ClassFacts(cst.CSTVisitor):
     def _targets(self, target: cst.BaseExpression) -> None:
         if is_self_attribute(target):
             self.assigned.add(target.attr.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
                 self._targets(element.value)
 

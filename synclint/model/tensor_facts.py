@@ -60,10 +60,10 @@ UNKNOWN_TENSOR = TensorFacts(None, None, "a tensor")
 def device_of_literal(node: cst.BaseExpression, names: ImportResolver) -> str | None:
     """``"cuda:0"``, ``"cpu"``, ``torch.device("cpu")``, ``0`` (a CUDA index)."""
     text = literal_string(node)
-    if text is None and isinstance(node, cst.Call) and names.qualname(node.func) == "torch.device":
+    if text is None and type(node) is cst.Call and names.qualname(node.func) == "torch.device":
         if node.args:
             text = literal_string(node.args[0].value)
-    if text is None and isinstance(node, cst.Integer):
+    if text is None and type(node) is cst.Integer:
         return "cuda"
     if text is None:
         return None
@@ -83,10 +83,10 @@ class TensorFactsResolver:
         """Facts about ``expr`` when it is known to be a tensor; None when it may not be one."""
         if depth > 8:
             return None
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             base = self.facts(expr.value, at, depth + 1)
             if base is not None:  # indexing a tensor: a view (slices) or a gathered copy
-                views = all(isinstance(e.slice, cst.Slice) for e in expr.slice)
+                views = all(type(e.slice) is cst.Slice for e in expr.slice)
                 return TensorFacts(base.device, base.pinned if views else None, base.how)
         try:
             leaves = self.bindings.origins(expr, at)
@@ -117,7 +117,7 @@ class TensorFactsResolver:
         literal = device_of_literal(node, self.names)
         if literal is not None:
             return literal
-        if isinstance(node, cst.Attribute) and node.attr.value == "device":
+        if type(node) is cst.Attribute and node.attr.value == "device":
             return self.device(node.value, at)
         try:
             leaves = self.bindings.origins(node, at)
@@ -125,7 +125,7 @@ class TensorFactsResolver:
             return None
         devices = set()
         for leaf in leaves:
-            if isinstance(leaf, cst.Attribute) and leaf.attr.value == "device":
+            if type(leaf) is cst.Attribute and leaf.attr.value == "device":
                 devices.add(self.device(leaf.value, at))
             else:
                 devices.add(device_of_literal(leaf, self.names))
@@ -133,7 +133,7 @@ class TensorFactsResolver:
 
     def _annotated(self, expr: cst.BaseExpression, at: cst.CSTNode) -> TensorFacts | None:
         """A parameter annotated ``torch.Tensor`` / ``Tensor`` is a tensor on an unknown device."""
-        if not isinstance(expr, cst.Name):
+        if type(expr) is not cst.Name:
             return None
         function, _ = self.bindings.enclosing(at)
         if function is None:
@@ -143,26 +143,26 @@ class TensorFactsResolver:
             if param.name.value == expr.value and param.annotation is not None:
                 annotation = param.annotation.annotation
                 if self.names.qualname(annotation) == "torch.Tensor" or (
-                    isinstance(annotation, cst.Attribute) and annotation.attr.value == "Tensor"
+                    type(annotation) is cst.Attribute and annotation.attr.value == "Tensor"
                 ):
                     return UNKNOWN_TENSOR
         return None
 
     def _leaf(self, leaf: cst.BaseExpression, at: cst.CSTNode, depth: int) -> TensorFacts | None:
-        if isinstance(leaf, cst.Subscript):
+        if type(leaf) is cst.Subscript:
             return None
-        if isinstance(leaf, cst.BinaryOperation):
+        if type(leaf) is cst.BinaryOperation:
             left = self.facts(leaf.left, at, depth + 1)
             return TensorFacts(left.device, False, "arithmetic") if left else None
-        if isinstance(leaf, cst.Comparison) and len(leaf.comparisons) == 1:
+        if type(leaf) is cst.Comparison and len(leaf.comparisons) == 1:
             left = self.facts(leaf.left, at, depth + 1)
             return TensorFacts(left.device, False, "a comparison") if left else None
-        if not isinstance(leaf, cst.Call):
+        if type(leaf) is not cst.Call:
             return None
         qualname = self.names.qualname(leaf.func) or ""
         if qualname.startswith("torch.") and qualname.count(".") == 1:
             return self._torch_function(leaf, qualname.split(".")[1], at, depth)
-        if isinstance(leaf.func, cst.Attribute):
+        if type(leaf.func) is cst.Attribute:
             return self._method(leaf, leaf.func.attr.value, leaf.func.value, at, depth)
         try:
             results = self.bindings.call_results(leaf, at)
@@ -228,7 +228,7 @@ class TensorFactsResolver:
             target = keyword(call, "device") or (call.args[0] if call.args else None)
             if target is None:
                 return base
-            if isinstance(target.value, cst.Attribute) and target.value.attr.value.startswith(
+            if type(target.value) is cst.Attribute and target.value.attr.value.startswith(
                 ("float", "half", "bfloat", "int", "long", "bool", "double")
             ):
                 return base  # a dtype: same device

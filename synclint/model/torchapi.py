@@ -115,7 +115,7 @@ class ImportResolver:
         if kind is cst.Attribute:
             base = self._resolve(node.value, aliases)
             return f"{base}.{node.attr.value}" if base else None
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             callee = self._resolve(node.func, aliases)
             return _ACCELERATOR_MODULE if callee in self.wrappers else None
         return None
@@ -130,14 +130,14 @@ class _ImportCollector(cst.CSTVisitor):
             full = dotted(alias.name)
             if full is None:
                 continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 self.aliases.setdefault(alias.asname.name.value, full)
             else:
                 head = full.split(".")[0]
                 self.aliases.setdefault(head, head)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if node.relative or node.module is None or type(node.names) is cst.ImportStar:
             return
         base = dotted(node.module)
         if base is None:
@@ -147,18 +147,18 @@ class _ImportCollector(cst.CSTVisitor):
             if name is None:
                 continue
             local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 local = alias.asname.name.value
             self.aliases.setdefault(local, f"{base}.{name}")
 
 
 def _simple_assignments(stmt: cst.CSTNode) -> Iterable[tuple[str, cst.BaseExpression]]:
-    if not isinstance(stmt, cst.SimpleStatementLine):
+    if type(stmt) is not cst.SimpleStatementLine:
         return
     for small in stmt.body:
-        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        if type(small) is cst.Assign and len(small.targets) == 1:
             target = small.targets[0].target
-            if isinstance(target, cst.Name):
+            if type(target) is cst.Name:
                 yield target.value, small.value
 
 
@@ -200,13 +200,13 @@ def has_star_args(call: cst.Call) -> bool:
 
 
 def literal_bool(node: cst.BaseExpression) -> bool | None:
-    if isinstance(node, cst.Name) and node.value in {"True", "False"}:
+    if type(node) is cst.Name and node.value in {"True", "False"}:
         return node.value == "True"
     return None
 
 
 def literal_string(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None

@@ -100,7 +100,7 @@ def current_stream_call(ctx: RuleContext) -> Optional[str]:
 
 def enclosing_with(ctx: RuleContext, node: cst.CSTNode) -> Optional[cst.With]:
     for ancestor in ctx.positions.ancestors(node):
-        if isinstance(ancestor, cst.With):
+        if type(ancestor) is cst.With:
             return ancestor
         if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
             return None
@@ -129,7 +129,7 @@ def block_stream_text(ctx: RuleContext, block: cst.With) -> Optional[str]:
     attribute (a fix can then name the same stream before the block)."""
     for item in block.items:
         call = item.item
-        if isinstance(call, cst.Call) and call.args:
+        if type(call) is cst.Call and call.args:
             text = ctx.code_for(call.args[0].value)
             if is_identifier_path(text):
                 return text
@@ -155,7 +155,7 @@ def transfer_destination(ctx: RuleContext, node) -> Optional[str]:
     from synclint.model.file_facts import tensor_facts
     from synclint.model.torchapi import keyword
 
-    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+    if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
         return None
     method = node.func.attr.value
     if method in ("cpu", "cuda"):

@@ -29,8 +29,8 @@ def subtracts_from(clock: cst.CSTNode, parents) -> bool:
     starts this iteration's interval (``pre = time.perf_counter()``) measures nothing yet."""
     parent = parents.get(clock)
     return (
-        isinstance(parent, cst.BinaryOperation)
-        and isinstance(parent.operator, cst.Subtract)
+        type(parent) is cst.BinaryOperation
+        and type(parent.operator) is cst.Subtract
         and parent.left is clock
     )
 
@@ -40,9 +40,9 @@ def bound_key(clock: cst.CSTNode, parents) -> str | None:
     branch of a conditional expression whose other branch is no reading (``t0 =
     time.perf_counter_ns() if profiling else 0``)."""
     parent = parents.get(clock)
-    if isinstance(parent, cst.IfExp) and clock in (parent.body, parent.orelse):
+    if type(parent) is cst.IfExp and clock in (parent.body, parent.orelse):
         clock, parent = parent, parents.get(parent)
-    if isinstance(parent, cst.Assign) and parent.value is clock and len(parent.targets) == 1:
+    if type(parent) is cst.Assign and parent.value is clock and len(parent.targets) == 1:
         return dotted(parent.targets[0].target)
     return None
 
@@ -51,7 +51,7 @@ def subtrahend(clock: cst.CSTNode, bound: str | None, parents, subtractions) -> 
     """What the reading at ``clock`` is the end of a delta from, dotted: ``t0`` in
     ``time.time() - t0``, or in ``t1 - t0`` when the reading is bound to ``t1``."""
     parent = parents.get(clock)
-    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Subtract):
+    if type(parent) is cst.BinaryOperation and type(parent.operator) is cst.Subtract:
         if parent.left is clock:
             return dotted(parent.right)
         return None
@@ -83,11 +83,11 @@ def measures_submission(clock: cst.CSTNode, parents) -> bool:
     1e3``, ``stats["enqueue_s"] += time.time() - t0``)? Only the expression holding the reading is
     followed, through arithmetic and parentheses, to a keyword argument or an assignment."""
     node, parent = clock, parents.get(clock)
-    while isinstance(parent, cst.BinaryOperation):
+    while type(parent) is cst.BinaryOperation:
         node, parent = parent, parents.get(parent)
-    if isinstance(parent, cst.Arg):
+    if type(parent) is cst.Arg:
         return parent.keyword is not None and _SUBMISSION.search(parent.keyword.value) is not None
-    if isinstance(parent, cst.Assign) and parent.value is node:
+    if type(parent) is cst.Assign and parent.value is node:
         targets = [t.target for t in parent.targets]
     elif isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.value is node:
         targets = [parent.target]
@@ -98,11 +98,11 @@ def measures_submission(clock: cst.CSTNode, parents) -> bool:
 
 def _destination(target: cst.BaseExpression) -> str:
     """The words naming an assignment target: a dotted name, or a subscript's string key."""
-    if isinstance(target, cst.Subscript):
+    if type(target) is cst.Subscript:
         keys = [
             e.slice.value.value
             for e in target.slice
-            if isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString)
+            if type(e.slice) is cst.Index and type(e.slice.value) is cst.SimpleString
         ]
         return " ".join([dotted(target.value) or "", *keys])
     return dotted(target) or ""
@@ -130,21 +130,21 @@ class Subtractions(cst.CSTVisitor):
         return found
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Subtract):
-            if isinstance(node.left, cst.Name):
+        if type(node.operator) is cst.Subtract:
+            if type(node.left) is cst.Name:
                 self.minuends.add(node.left.value)
                 right = dotted(node.right)
                 if right is not None:
                     self.subtracted_from.setdefault(node.left.value, right)
-            if isinstance(node.right, cst.Name):
+            if type(node.right) is cst.Name:
                 self.subtrahends.add(node.right.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.operator, cst.SubtractAssign) and isinstance(node.value, cst.Name):
+        if type(node.operator) is cst.SubtractAssign and type(node.value) is cst.Name:
             self.subtrahends.add(node.value.value)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if isinstance(node.target, cst.Name):
+        if type(node.target) is cst.Name:
             self._targets.add(id(node.target))
 
     def visit_Name(self, node: cst.Name) -> None:

@@ -47,7 +47,7 @@ def first_clause(hazard: Hazard, ctx: RuleContext) -> str:
     first = hazard.first
     where = f"{first.stream.label} (line {ctx.line(first.node)})"
     if first.op.kind == OpKind.ENTRY and first.op.origin_op is None:
-        if isinstance(first.node, cst.FunctionDef):
+        if type(first.node) is cst.FunctionDef:
             return (
                 f"`{hazard.storage.label}` comes from before `{first.node.name.value}` started (line "
                 f"{ctx.line(first.node)}), so it is taken to be produced on {first.stream.label}"
@@ -65,7 +65,7 @@ def _from_before_the_function(hazards: list[Hazard]) -> Optional[cst.FunctionDef
     if len(nodes) != 1 or any(h.first.op.kind != OpKind.ENTRY or h.first.op.origin_op is not None for h in hazards):
         return None
     node = next(iter(nodes.values()))
-    return node if isinstance(node, cst.FunctionDef) else None
+    return node if type(node) is cst.FunctionDef else None
 
 
 class UnorderedCrossStreamAccess(Rule):

@@ -52,7 +52,7 @@ class FreeWithoutRecordStream(Rule):
             release_line = ctx.span(release_node).end.line
             dies = f"dies when the function returns (after line {release_line})"
         if hazard.how == "handed-off":
-            yielded = isinstance(release_node, cst.Yield)
+            yielded = type(release_node) is cst.Yield
             handed, taker = ("yielded", "consumer") if yielded else ("returned", "caller")
             message = (
                 f"`{name}` is allocated on {alloc.label} and {handed} at line {release_line} for use on "
@@ -91,9 +91,9 @@ class FreeWithoutRecordStream(Rule):
             return None
         # A name still bound to this tensor where the fix goes (`del x` has just unbound x).
         names = [n for n in hazard.names if is_identifier_path(n)]
-        if isinstance(release, cst.Del) and not names:
+        if type(release) is cst.Del and not names:
             target = release.target
-            names = [ctx.code_for(e.value) for e in target.elements] if isinstance(target, cst.Tuple) else [ctx.code_for(target)]
+            names = [ctx.code_for(e.value) for e in target.elements] if type(target) is cst.Tuple else [ctx.code_for(target)]
         if not names or not is_identifier_path(names[0]):
             return None
         name = names[0]

@@ -70,7 +70,7 @@ class StreamWaitsOnItself(Rule):
         block = enclosing_with(ctx, op.node)
         current = current_stream_call(ctx)
         call = op.node
-        if block is None or current is None or not isinstance(call, cst.Call) or not call.args:
+        if block is None or current is None or type(call) is not cst.Call or not call.args:
             return None
         if CAPTURED in ctx.source:
             return None

@@ -42,8 +42,8 @@ def _stored_into_a_pool(ctx: RuleContext, argument: cst.Arg) -> bool:
     """Is ``argument`` given to a method that stores it (``streams.append(Stream(device))``)?"""
     call = ctx.positions.parent(argument)
     return (
-        isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Attribute)
+        type(call) is cst.Call
+        and type(call.func) is cst.Attribute
         and call.func.attr.value in _POOL_METHODS
     )
 
@@ -52,8 +52,8 @@ def _counted(loop: cst.For) -> bool:
     """``for _ in range(n):``: a loop that counts, over no data."""
     call = loop.iter
     return (
-        isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Name)
+        type(call) is cst.Call
+        and type(call.func) is cst.Name
         and call.func.value == "range"
     )
 
@@ -138,18 +138,18 @@ class StreamCreatedInLoop(Rule):
     def pool_or_unused(ctx: RuleContext, call: cst.CSTNode) -> bool:
         """Loops that build a pool (the stream is stored in a container or attribute) or make a
         stream nothing uses are set-up, not per-iteration work."""
-        assign = next((a for a in ctx.positions.ancestors(call) if isinstance(a, cst.Assign)), None)
+        assign = next((a for a in ctx.positions.ancestors(call) if type(a) is cst.Assign), None)
         loop = next((a for a in ctx.positions.ancestors(call) if isinstance(a, (cst.For, cst.While))), None)
         parent = ctx.positions.parent(call)
         if (
-            isinstance(parent, cst.Arg)
+            type(parent) is cst.Arg
             and _stored_into_a_pool(ctx, parent)
-            and isinstance(loop, cst.For)
+            and type(loop) is cst.For
             and _counted(loop)
         ):
             return True  # `for _ in range(n): pool.append(Stream())`: a pool of n streams
-        if assign is None or loop is None or not isinstance(assign.targets[0].target, cst.Name):
-            return assign is not None and not isinstance(assign.targets[0].target, cst.Name)
+        if assign is None or loop is None or type(assign.targets[0].target) is not cst.Name:
+            return assign is not None and type(assign.targets[0].target) is not cst.Name
         name = assign.targets[0].target.value
         body = ctx.code_for(loop.body)
         uses = re.findall(rf"(?<![\w.]){re.escape(name)}(?!\w)", body)
@@ -166,17 +166,17 @@ class StreamCreatedInLoop(Rule):
     def per_loop_key(ctx: RuleContext, call: cst.CSTNode) -> bool:
         """Creation that is conditional inside the loop, or parameterised by the loop variable."""
         arguments = set()
-        if isinstance(call, cst.Call):
+        if type(call) is cst.Call:
             # Only a bare loop variable as an argument (`Stream(device=index)`) means "one per device".
-            arguments = {arg.value.value for arg in call.args if isinstance(arg.value, cst.Name)}
+            arguments = {arg.value.value for arg in call.args if type(arg.value) is cst.Name}
         for ancestor in ctx.positions.ancestors(call):
-            if isinstance(ancestor, cst.Arg) and not _stored_into_a_pool(ctx, ancestor):
+            if type(ancestor) is cst.Arg and not _stored_into_a_pool(ctx, ancestor):
                 return False  # an argument of another call (`d.setdefault(k, Stream())`) runs eagerly
             if isinstance(ancestor, (cst.If, cst.IfExp)):
                 return True
             if isinstance(ancestor, (cst.For, cst.CompFor)):
                 return bool(arguments & _names(ancestor.target))
-            if isinstance(ancestor, cst.While):
+            if type(ancestor) is cst.While:
                 return False
             if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
                 return False

@@ -179,18 +179,18 @@ class EventWaitIsNotHostSync(Rule):
     def _fix(self, ctx: RuleContext, wait: Op):
         """``ev.wait()`` / ``s.wait_event(ev)`` as a statement -> ``ev.synchronize()``."""
         call = wait.node
-        if wait.kind != OpKind.WAIT_EVENT or not isinstance(call, cst.Call):
+        if wait.kind != OpKind.WAIT_EVENT or type(call) is not cst.Call:
             return None
         statement = ctx.positions.statement(call)
         if not (
-            isinstance(statement, cst.SimpleStatementLine)
+            type(statement) is cst.SimpleStatementLine
             and len(statement.body) == 1
-            and isinstance(statement.body[0], cst.Expr)
+            and type(statement.body[0]) is cst.Expr
             and statement.body[0].value is call
         ):
             return None
         func = call.func
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return None
         if func.attr.value == "wait":
             event = func.value

@@ -33,7 +33,7 @@ class ElapsedTimeWithoutEnableTiming(Rule):
         creations = event_creations(ctx)
         for call in iter_calls(ctx.module):
             func = call.func
-            if not (isinstance(func, cst.Attribute) and func.attr.value == "elapsed_time"):
+            if not (type(func) is cst.Attribute and func.attr.value == "elapsed_time"):
                 continue
             if len(call.args) != 1 or call.args[0].keyword is not None:
                 continue

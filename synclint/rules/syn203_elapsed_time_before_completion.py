@@ -55,7 +55,7 @@ class ElapsedTimeBeforeCompletion(Rule):
     def _report(self, ctx: RuleContext, op, record) -> Diagnostic:
         call = op.node
         end_text = None
-        if isinstance(call, cst.Call) and call.args:
+        if type(call) is cst.Call and call.args:
             end_text = ctx.code_for(call.args[0].value)
         name = f"`{end_text}`" if end_text else "the end event"
         message = (

@@ -298,7 +298,7 @@ def _exclusive(a: cst.CSTNode, b: cst.CSTNode, parents) -> bool:
     child, current = b, parents.get(b)
     while current is not None and id(current) not in path:
         child, current = current, parents.get(current)
-    if not isinstance(current, cst.If):
+    if type(current) is not cst.If:
         return False
     sides = {id(path[id(current)]), id(child)}
     return sides == {id(current.body), id(current.orelse)}

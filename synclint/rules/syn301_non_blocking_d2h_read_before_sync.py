@@ -86,15 +86,15 @@ def reads_values(ctx: RuleContext, node, label: str) -> bool:
     (``.item()``, ``.tolist()``, ``.sum()``), a reading builtin (``print``, ``float``), a torch
     function, indexing, arithmetic or a comparison do. Handing it to a function or constructor of
     this project does not say when (or whether) the values are read: maybe after a sync."""
-    if not isinstance(node, cst.Call):
+    if type(node) is not cst.Call:
         return True
     func = node.func
-    if isinstance(func, cst.Name) and func.value in _READING_BUILTINS:
+    if type(func) is cst.Name and func.value in _READING_BUILTINS:
         return True
     qualname = import_resolver(ctx).qualname(func) or ""
     if qualname.startswith("torch.") or qualname.startswith("numpy."):
         return True
-    if isinstance(func, cst.Attribute):
+    if type(func) is cst.Attribute:
         if func.attr.value in _TENSOR_READS:
             return True
         receiver = ctx.code_for(func.value)
@@ -117,8 +117,8 @@ def _maybe_no_op_conversion(node) -> bool:
     """``t.to("cpu", non_blocking=True).float()`` reads ``t`` on the host only if the dtype changes:
     unknowable here, so not reported."""
     return (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
+        type(node) is cst.Call
+        and type(node.func) is cst.Attribute
         and node.func.attr.value in _MAYBE_NO_OP
     )
 

@@ -45,7 +45,7 @@ class DiscardedTransferResult(Rule):
         for statement in _bare_calls(ctx.module):
             call = statement.value
             func = call.func
-            if not (isinstance(func, cst.Attribute) and func.attr.value in TRANSFERS):
+            if not (type(func) is cst.Attribute and func.attr.value in TRANSFERS):
                 continue
             if facts.facts(func.value, call) is None:
                 continue  # maybe an nn.Module (moved in place) or something else: say nothing
@@ -94,13 +94,13 @@ def _fresh_factory_tensor(node: cst.BaseExpression, names) -> bool:
     (creating the CUDA context, allocating, checking that a device works), the idiom
     ``torch.zeros(1).cuda()``, or a blocking read written as one (``.sum().cpu()``)."""
     node = _before_transfers(node)
-    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+    while type(node) is cst.Call and type(node.func) is cst.Attribute:
         # `torch.ones(8, device="cuda").sum()`: still a tensor nothing else refers to.
         name = names.qualname(node.func) or ""
         if name.startswith("torch."):
             break
         node = node.func.value
-    if not isinstance(node, cst.Call):
+    if type(node) is not cst.Call:
         return False
     name = names.qualname(node.func) or ""
     return name.startswith("torch.") and name.rsplit(".", 1)[-1] in FACTORIES
@@ -109,8 +109,8 @@ def _fresh_factory_tensor(node: cst.BaseExpression, names) -> bool:
 def _before_transfers(node: cst.BaseExpression) -> cst.BaseExpression:
     """``a.pin_memory()`` -> ``a``: the tensor a chain of transfers starts from."""
     while (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
+        type(node) is cst.Call
+        and type(node.func) is cst.Attribute
         and node.func.attr.value in TRANSFERS
     ):
         node = node.func.value
@@ -126,10 +126,10 @@ def _named_fresh_tensor_used_once(
     ``a = torch.empty(shape)`` then ``a.pin_memory().to(device, non_blocking=True)``): nothing
     reads the tensor afterwards, so nothing can expect it to have moved."""
     root = _before_transfers(receiver)
-    if not isinstance(root, cst.Name):
+    if type(root) is not cst.Name:
         return False
     around = ctx.positions.ancestors(statement)
-    function = next((a for a in around if isinstance(a, cst.FunctionDef)), None)
+    function = next((a for a in around if type(a) is cst.FunctionDef), None)
     if function is None:
         return False
     uses = _NameUses(root.value)
@@ -148,7 +148,7 @@ def _local_never_read_again(
     again? The bug this rule is for is code that goes on to use the tensor as if it had moved;
     when nothing uses it again, the statement is run for what the copy does (a profiler test's
     device-to-host copy, a synchronization), and nothing can go wrong."""
-    if not isinstance(receiver, cst.Name):
+    if type(receiver) is not cst.Name:
         return False
     function = None
     loop = None
@@ -158,7 +158,7 @@ def _local_never_read_again(
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
             function = ancestor
             break
-    if not isinstance(function, cst.FunctionDef):
+    if type(function) is not cst.FunctionDef:
         return False
     references = _NameUses(receiver.value)
     walk(function.params, references)
@@ -209,13 +209,13 @@ class _NameUses(cst.CSTVisitor):
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and (
+        if len(node.targets) == 1 and type(node.targets[0].target) is cst.Name and (
             node.targets[0].target.value == self.name
         ):
             self.bindings.append(node.value)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if isinstance(node.target, cst.Name) and node.target.value == self.name:
+        if type(node.target) is cst.Name and node.target.value == self.name:
             self.bound = True
 
     def visit_Global(self, node: cst.Global) -> None:
@@ -246,9 +246,9 @@ class _NameUses(cst.CSTVisitor):
 
 
 def _plain(node: cst.BaseExpression) -> bool:
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         node = node.value
-    return isinstance(node, cst.Name)
+    return type(node) is cst.Name
 
 
 class _BareCalls(cst.CSTVisitor):
@@ -256,7 +256,7 @@ class _BareCalls(cst.CSTVisitor):
         self.found: list[cst.Expr] = []
 
     def visit_Expr(self, node: cst.Expr) -> None:
-        if isinstance(node.value, cst.Call):
+        if type(node.value) is cst.Call:
             self.found.append(node)
 
 
@@ -267,7 +267,7 @@ def _probed(ctx: RuleContext, statement: cst.Expr) -> bool:
     line = ctx.positions.parent(statement)
     block = ctx.positions.parent(line) if line is not None else None
     construct = ctx.positions.parent(block) if block is not None else None
-    return isinstance(construct, cst.Try) and construct.body is block and bool(construct.handlers)
+    return type(construct) is cst.Try and construct.body is block and bool(construct.handlers)
 
 
 def _bare_calls(module: cst.Module) -> list[cst.Expr]:

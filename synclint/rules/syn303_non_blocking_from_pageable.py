@@ -80,9 +80,9 @@ class NonBlockingFromPageable(Rule):
 
     def _loader_of(self, ctx: RuleContext, source: cst.BaseExpression, at: cst.CSTNode):
         """The DataLoader call ``source`` is (part of) a batch of, when it does not pin."""
-        while isinstance(source, cst.Subscript):
+        while type(source) is cst.Subscript:
             source = source.value
-        if not isinstance(source, cst.Name):
+        if type(source) is not cst.Name:
             return None
         try:
             values = bindings(ctx).lookup(source, at)
@@ -104,8 +104,8 @@ class NonBlockingFromPageable(Rule):
 
     def _pageable_loader(self, ctx: RuleContext, expr, at) -> Optional[cst.Call]:
         if (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Name)
+            type(expr) is cst.Call
+            and type(expr.func) is cst.Name
             and expr.func.value == "enumerate"
             and expr.args
         ):
@@ -114,7 +114,7 @@ class NonBlockingFromPageable(Rule):
             leaves = bindings(ctx).origins(expr, at)
         except Unknown:
             return None
-        if len(leaves) != 1 or not isinstance(leaves[0], cst.Call):
+        if len(leaves) != 1 or type(leaves[0]) is not cst.Call:
             return None
         call = leaves[0]
         if import_resolver(ctx).qualname(call.func) not in _LOADERS:
@@ -124,12 +124,12 @@ class NonBlockingFromPageable(Rule):
         batch_size = keyword(call, "batch_size")
         if (
             batch_size is not None
-            and isinstance(batch_size.value, cst.Name)
+            and type(batch_size.value) is cst.Name
             and batch_size.value.value == "None"
         ):
             return None
         pin = keyword(call, "pin_memory")
-        if pin is None or (isinstance(pin.value, cst.Name) and pin.value.value == "False"):
+        if pin is None or (type(pin.value) is cst.Name and pin.value.value == "False"):
             return call
         return None
 
@@ -140,7 +140,7 @@ def _to_gpu(ctx: RuleContext, node: cst.CSTNode) -> bool:
 
 
 def _source_expression(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
-    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+    if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
         return None
     method = node.func.attr.value
     if method in ("to", "cuda"):

@@ -102,13 +102,13 @@ class InvalidStreamApi(Rule):
                 params = stream_parameters(qualname)
                 yield from self._keywords(ctx, call, qualname, params, STREAM_POSITIONAL, "Stream")
             yield from self._uncalled_stream_getter(ctx, call, qualname)
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "record_stream":
+            if type(call.func) is cst.Attribute and call.func.attr.value == "record_stream":
                 yield from self._record_stream_on_cpu(ctx, call)
 
     def _no_such_function(self, ctx, call: cst.Call, qualname: str) -> Diagnostic:
         right = _NOT_A_FUNCTION[qualname]
         fix = None
-        if isinstance(call.func, cst.Attribute):
+        if type(call.func) is cst.Attribute:
             fix = Fix(
                 f"Use `{right.rsplit('.', 1)[1]}`",
                 Applicability.SAFE,
@@ -175,7 +175,7 @@ class InvalidStreamApi(Rule):
     def _uncalled_stream_getter(self, ctx, call: cst.Call, qualname: str | None):
         names = import_resolver(ctx)
         takes_stream = qualname in STREAM_CONTEXTS or (
-            isinstance(call.func, cst.Attribute) and call.func.attr.value in _TAKES_STREAM
+            type(call.func) is cst.Attribute and call.func.attr.value in _TAKES_STREAM
         )
         if not takes_stream:
             return

@@ -77,7 +77,7 @@ class SyncDuringGraphCapture(Rule):
         if qualname in DEVICE_SYNCHRONIZE:
             return f"`{ctx.code_for(call.func)}()` blocks the host"
         func = call.func
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             method = func.attr.value
             if method == "synchronize" and not call.args:
                 return f"`{ctx.code_for(call)}` blocks the host"
@@ -89,7 +89,7 @@ class SyncDuringGraphCapture(Rule):
                 return f"`.{method}()` reads the tensor on the host"
             if method == "to" and self._to_cpu_blocking(ctx, call):
                 return 'a blocking `.to("cpu")` copy'
-        if isinstance(func, cst.Name) and func.value in _CONVERSIONS and len(call.args) == 1:
+        if type(func) is cst.Name and func.value in _CONVERSIONS and len(call.args) == 1:
             facts = tensor_facts(ctx).facts(call.args[0].value, call)
             if facts is not None and facts.device == "cuda":
                 return f"`{func.value}()` of a CUDA tensor reads it on the host"
@@ -129,7 +129,7 @@ def _between_capture_calls(body) -> list[cst.CSTNode]:
 
 
 def _finally_ends_capture(statement: cst.CSTNode) -> bool:
-    final = getattr(statement, "finalbody", None) if isinstance(statement, cst.Try) else None
+    final = getattr(statement, "finalbody", None) if type(statement) is cst.Try else None
     return final is not None and any(
         capture_call(s) == "capture_end" for s in final.body.body
     )
@@ -146,7 +146,7 @@ class _CapturedRegions(cst.CSTVisitor):
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
             if (
-                isinstance(item.item, cst.Call)
+                type(item.item) is cst.Call
                 and self.names.qualname(item.item.func) in GRAPH_CONTEXTS
             ):
                 self.found.append(node.body)
