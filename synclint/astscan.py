@@ -61,18 +61,41 @@ def statement_extent(node: ast.stmt) -> tuple[int, int]:
     return start, node.end_lineno or node.lineno
 
 
+def _block_fields() -> dict[type, tuple[str, ...]]:
+    """The statement blocks of each ``ast`` node type that has any (``If``: body and orelse,
+    ``ExceptHandler``: body, ...), read from ``ast`` itself, in :data:`_BLOCKS` order."""
+    table: dict[type, tuple[str, ...]] = {}
+    stack = [ast.AST]
+    while stack:
+        for node_type in stack.pop().__subclasses__():
+            stack.append(node_type)
+            fields = tuple(f for f in _BLOCKS if f in getattr(node_type, "_fields", ()))
+            if fields:
+                table[node_type] = fields
+    return table
+
+
+_BLOCK_FIELDS = _block_fields()
+
+
 def iter_statements(tree: ast.AST) -> Iterator[ast.AST]:
     """Every statement in ``tree`` (nested blocks included: functions, classes, loops, ``try``,
-    ``match``), in no particular order. Except handlers and match cases are walked into."""
+    ``match``), in no particular order. Except handlers and match cases are walked into.
+
+    Most statements hold no block: a dictionary look-up by type tells, instead of asking each
+    statement for five fields (this runs over every statement of a file, several times)."""
     stack: list[ast.AST] = list(getattr(tree, "body", ()))
+    blocks_of = _BLOCK_FIELDS.get
     while stack:
         node = stack.pop()
         if isinstance(node, ast.stmt):
             yield node
-        for field in _BLOCKS:
-            block = getattr(node, field, None)
-            if block:
-                stack.extend(block)
+        fields = blocks_of(node.__class__)
+        if fields is not None:
+            for field in fields:
+                block = getattr(node, field)
+                if block:
+                    stack.extend(block)
 
 
 def has_bare_method_call(tree: ast.AST, methods: frozenset[str]) -> bool:
@@ -122,7 +145,28 @@ def imports_or_names_module(
                 return True
     if text is not None and not any(_attribute_of(module).search(text) for module in modules):
         return False
+    if text is not None and not any(_maybe_bare(module, text) for module in modules):
+        return False  # every `time` is an attribute (`self.time.sleep`): no walk of the tree
     return any(type(node) is ast.Name and node.id in modules for node in ast.walk(tree))
+
+
+def _maybe_bare(name: str, text: str) -> bool:
+    """Could ``name`` be used as a bare name somewhere in ``text``? No when every occurrence of
+    the identifier follows a ``.`` on its line (spaces between allowed): it is an attribute then.
+    Anything else (an occurrence at a line's start, after a backslash, in a string) says yes."""
+    for match in _identifier(name).finditer(text):
+        i = match.start() - 1
+        while i >= 0 and text[i] in " \t":
+            i -= 1
+        if i < 0 or text[i] != ".":
+            return True
+    return False
+
+
+@lru_cache(maxsize=32)
+def _identifier(name: str) -> re.Pattern:
+    """``name`` as a whole identifier."""
+    return re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
 
 
 @lru_cache(maxsize=32)

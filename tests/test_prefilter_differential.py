@@ -12,6 +12,7 @@ most likely to get wrong).
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import random
 import re
@@ -606,3 +607,94 @@ def test_one_reading_per_function_skips_the_model():
     )
     assert prefiltered(text, "stamps.py", EVERY_RULE.codes) is not None
     assert assert_same(text, "stamps.py") == []
+
+
+def _statements_as_before(tree):
+    """The statement walk as it was written before the table by type: the oracle."""
+    stack = list(getattr(tree, "body", ()))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if block:
+                stack.extend(block)
+
+
+def test_statement_walk_is_the_one_before_the_table(tmp_path):
+    """``iter_statements`` finds each node's blocks from a table by type: the same statements,
+    in the same order, as asking every node for every block field."""
+    from synclint.astscan import iter_statements
+
+    sources = [p.read_text(encoding="utf-8", errors="replace") for p in (ROOT / "fixtures").rglob("*.py")]
+    sources.append(
+        "async def f():\n    async with a:\n        async for x in y:\n            pass\n"
+        "        else:\n            z = 1\n"
+        "try:\n    pass\nexcept* ValueError:\n    x = 1\nelse:\n    y = 2\nfinally:\n    z = 3\n"
+        "match p:\n    case [a]:\n        b = 1\n    case _:\n        class C:\n            d = 2\n"
+        "while t:\n    if a:\n        pass\n    elif b:\n        q = 1\n    else:\n        r = 2\n"
+    )
+    checked = 0
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        assert list(iter_statements(tree)) == list(_statements_as_before(tree))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.stmt, ast.excepthandler, ast.match_case)):
+                assert list(iter_statements(node)) == list(_statements_as_before(node))
+        checked += 1
+    assert checked > 100
+
+
+def _imports_module(tree, modules) -> bool:
+    """Is one of ``modules`` imported anywhere in ``tree``? (What the walk needs no text for.)"""
+    for node in ast.walk(tree):
+        if type(node) is ast.Import and any(a.name.split(".")[0] in modules for a in node.names):
+            return True
+        if type(node) is ast.ImportFrom and (
+            (node.module or "").split(".")[0] in modules or any(a.name in modules for a in node.names)
+        ):
+            return True
+    return False
+
+
+_TIME_PIECES = [
+    "x = time.time()",
+    "y = self.time.sleep(1)",
+    "z = obj. time.x",
+    "w = (obj.\n     time.x)",
+    "v = (obj.  # note\n     time.x)",
+    "u = obj.\\\n    time.x",
+    'm = f"{time.monotonic()}"',
+    's = "time.now"',
+    "# time.sleep(1)",
+    "from .time import a",
+    "import time",
+    "from time import perf_counter",
+    "time = 3",
+    "def time(): pass",
+    "k = f(time=1)",
+    "q = runtime.x + time_s.y",
+    "class T:\n    time = 1\n    def m(self):\n        return self.time.x",
+]
+
+
+@GENERATED
+@given(st.lists(st.sampled_from(_TIME_PIECES), min_size=1, max_size=6))
+def test_bare_name_text_check_changes_nothing(pieces):
+    """The text check that spares the walk for a bare ``time`` (every occurrence follows a
+    ``.``: an attribute) must give what the walk gives: an import, or ``time.`` in the text and
+    a bare name ``time`` in the tree."""
+    from synclint.astscan import imports_or_names_module
+
+    source = "\n".join(pieces) + "\n"
+    tree = ast.parse(source)
+    modules = frozenset({"time", "timeit"})
+    expected = _imports_module(tree, modules) or (
+        any(re.search(rf"{m}(?<!\w{m})\s*\.", source) for m in modules)
+        and any(type(n) is ast.Name and n.id in modules for n in ast.walk(tree))
+    )
+    assert imports_or_names_module(tree, modules, source) == expected, source
