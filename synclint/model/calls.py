@@ -224,6 +224,8 @@ class CallSemantics:
             self.args(node)
             if summary.synchronizes:
                 self.sync_device(node, "helper", name)
+            elif summary.waits_for_current_stream:
+                self.sync_stream(node, self.state.current, "blocking-read")
             if summary.returns_current_stream:
                 return self.state.current
             return None

@@ -155,6 +155,9 @@ class FunctionSummary:
 
     def __init__(self) -> None:
         self.synchronizes = False
+        #: It makes the host wait for the stream it is called on (``return t.item()`` in apex's
+        #: ``to_python_float``): for the caller, a blocking read on its current stream.
+        self.waits_for_current_stream = False
         self.returns_current_stream = False
 
 

@@ -123,13 +123,16 @@ class _Builder:
         """Summarise the helpers something in the module calls; a second round only when a helper
         turned out to synchronize (so a helper calling it is seen as synchronizing too).
 
-        A caller learns only these two facts of a helper: :mod:`synclint.slicing` relies on it
+        A caller learns only these facts of a helper (it synchronizes the device, it waits for the
+        stream it is called on, it returns that stream): :mod:`synclint.slicing` relies on it
         (it keeps the helpers relevant code names, not the callers of relevant code). Anything
         more passed from one top-level definition to another must be taught to the slicer too."""
         text = self.source if self.source is not None else self.module.code
         called = [f for f in functions if text.count(f"{f.name.value}(") > 1]  # more than its `def`
         for round_ in range(2):
-            if round_ and not any(s.synchronizes for s in self.summaries.values()):
+            if round_ and not any(
+                s.synchronizes or s.waits_for_current_stream for s in self.summaries.values()
+            ):
                 break
             for function in called:
                 model = FunctionModel(function.name.value, function)
@@ -144,6 +147,13 @@ class _Builder:
                 summary = FunctionSummary()
                 summary.synchronizes = any(
                     op.kind == OpKind.HOST_SYNC and op.sync_kind in ("device", "helper", "unknown")
+                    for op in model.ops
+                )
+                summary.waits_for_current_stream = any(
+                    op.kind == OpKind.HOST_SYNC
+                    and op.sync_kind in ("blocking-read", "stream")
+                    and op.target is not None
+                    and op.target.key == interp.entry.key
                     for op in model.ops
                 )
                 summary.returns_current_stream = interp.returned_stream
@@ -307,7 +317,7 @@ class _SeenSummaries:
 
     def __init__(self, summaries: dict[str, FunctionSummary]) -> None:
         self._summaries = summaries
-        self.seen: dict[str, Optional[tuple[bool, bool]]] = {}
+        self.seen: dict[str, Optional[tuple[bool, bool, bool]]] = {}
 
     def get(self, name: str, default=None):
         found = self._summaries.get(name, default)
@@ -315,8 +325,10 @@ class _SeenSummaries:
         return found
 
 
-def _facts(summary: Optional[FunctionSummary]) -> Optional[tuple[bool, bool]]:
-    return None if summary is None else (summary.synchronizes, summary.returns_current_stream)
+def _facts(summary: Optional[FunctionSummary]) -> Optional[tuple[bool, bool, bool]]:
+    if summary is None:
+        return None
+    return (summary.synchronizes, summary.waits_for_current_stream, summary.returns_current_stream)
 
 
 def _guarded(model: FunctionModel, run) -> None:
