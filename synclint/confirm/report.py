@@ -121,7 +121,10 @@ def render_text(
     trials: int,
     root: Path,
 ) -> str:
-    lines = [f"synclint confirm on {environment_line(environment, trials)}", ""]
+    if environment:
+        lines = [f"synclint confirm on {environment_line(environment, trials)}", ""]
+    else:  # no finding could be run: no device was looked at, so none is named
+        lines = ["synclint confirm: no finding could be run, so none ran on a device", ""]
     for d, c in pairs:
         where = f"{_relative(d.path, root)}:{d.span.start.line}:{d.span.start.column}"
         lines.append(f"{where}: {d.code} {c.verdict.value}: {c.summary}")

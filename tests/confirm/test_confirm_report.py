@@ -36,6 +36,16 @@ def test_text_names_the_machine_the_verdict_and_the_evidence(tmp_path) -> None:
     assert "evidence: second piece" in text and "1 finding: 1 confirmed." in text
 
 
+def test_text_names_no_machine_when_nothing_ran(tmp_path) -> None:
+    """No finding could be run, so no device was probed: the header must not say "no GPU" (on a
+    GPU machine that reads as a wrong claim about the machine)."""
+    d, _ = pairs(tmp_path)[0]
+    not_run = Confirmation(Verdict.NOT_EXECUTABLE, "`next` is a method")
+    text = render_text([(d, not_run)], {}, 5, tmp_path)
+    assert text.startswith("synclint confirm: no finding could be run, so none ran on a device")
+    assert "no GPU" not in text and "torch ?" not in text
+
+
 def test_json_round_trips_through_findings(tmp_path) -> None:
     text = render_json(pairs(tmp_path), ENV, 5, tmp_path)
     items = json.loads(text)
