@@ -71,19 +71,9 @@ def _runs_on_from(
     dominate the read that follows the branch: recsys-examples re-times a short benchmark with
     ``if time1 < 1000: ...; ts_end.record(); torch.cuda.synchronize()``, after a first timing
     that was synchronized the same way, then reads ``ts_start.elapsed_time(ts_end)``."""
-    around_earlier = _ancestor_ids(earlier, parents)
-    child, node = later, parents.get(later)
-    while node is not None:
-        if id(node) in around_earlier:  # the nearest construct holding both
-            return not isinstance(node, _CONDITIONAL)
-        if (
-            isinstance(node, _CONDITIONAL)
-            and not _evaluated_first(node, child)
-            and not _runs_wherever_there_is_a_device(node, child)
-        ):
-            return False
-        child, node = node, parents.get(node)
-    return False
+    common = _unconditional_climb(later, earlier, parents)
+    # The nearest construct holding both must run them in sequence, not in two arms.
+    return common not in (_SKIPPABLE, None) and not isinstance(common, _CONDITIONAL)
 
 
 def _synchronized_on_every_arm(
@@ -165,19 +155,32 @@ def dominates(
 ) -> bool:
     """Does every path to ``second`` pass ``first`` (ignoring exceptions; loops run)? True when each
     conditional construct around ``first`` also contains ``second``."""
-    around_second = _ancestor_ids(second, parents)
-    child, node = first, parents.get(first)
-    while node is not None:
-        if id(node) in around_second:
-            return True
+    return _unconditional_climb(first, second, parents) is not _SKIPPABLE
+
+
+#: What :func:`_unconditional_climb` returns when a conditional construct may skip the node.
+_SKIPPABLE = object()
+
+
+def _unconditional_climb(
+    node: cst.CSTNode, other: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]
+):
+    """Climb from ``node`` to the nearest construct around ``other`` too, and return it, unless a
+    conditional construct on the way may skip ``node`` (then :data:`_SKIPPABLE`); None when the
+    climb reaches the top without meeting ``other``'s ancestors."""
+    around_other = _ancestor_ids(other, parents)
+    child, current = node, parents.get(node)
+    while current is not None:
+        if id(current) in around_other:
+            return current
         if (
-            isinstance(node, _CONDITIONAL)
-            and not _evaluated_first(node, child)
-            and not _runs_wherever_there_is_a_device(node, child)
+            isinstance(current, _CONDITIONAL)
+            and not _evaluated_first(current, child)
+            and not _runs_wherever_there_is_a_device(current, child)
         ):
-            return False
-        child, node = node, parents.get(node)
-    return True
+            return _SKIPPABLE
+        child, current = current, parents.get(current)
+    return None
 
 
 #: The tests of ``if torch.cuda.is_available():`` (or ``is_initialized()``), however ``torch`` is
