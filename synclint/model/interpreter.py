@@ -585,6 +585,8 @@ class Interpreter:
             return EventValue(name, f"event `{name}`", None, param, origin="parameter")
         if tail in ("int", "float", "str", "bool", "dict", "list", "tuple", "Callable", "Module"):
             return HOST
+        if tail in ("device", "dtype") or (tail == "" and name in ("device", "dtype")):
+            return HOST  # `device: torch.device`: where tensors go, not a tensor itself
         if name in self.module_names:
             return None  # `model.eval()` somewhere in the file: a module, no tensor
         if param.default is not None and type(param.default) is not cst.Name:

@@ -194,6 +194,18 @@ class KnownValueMethods:
             return i.new_storage(
                 hint or "<expr>", node, alloc_stream=self.state.current, device=device
             )
+        if method in ("new_zeros", "new_ones", "new_full"):
+            # A new tensor with the receiver's dtype and device, filled on the current stream:
+            # the receiver's data is not read (StreamDiffusionV2 sends `pred.new_zeros([1] *
+            # pred.ndim)` as a sentinel on its communication stream, long after `pred` was made).
+            values = self.args(node)
+            self.mark_tensor(storages)
+            device_node = _keyword(node, "device")
+            device = self.device_of(device_node) if device_node is not None else None
+            if device_node is None and storages:
+                device = storages[0].root.device
+            given = [s for v in values for s in storages_of(v)]  # a tensor `fill_value`
+            return self.tensor_op(node, reads=given, result_label=hint or "<expr>", device=device)
         if method == "copy_":
             return self.copy_into(node, storages)
         if method in api.TRANSFER_METHODS:
