@@ -166,7 +166,8 @@ def _maybe_bare(name: str, text: str) -> bool:
 @lru_cache(maxsize=32)
 def _identifier(name: str) -> re.Pattern:
     """``name`` as a whole identifier."""
-    return re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
+    word = re.escape(name)
+    return re.compile(rf"{word}(?<!\w{word})(?!\w)")
 
 
 @lru_cache(maxsize=32)

@@ -124,6 +124,17 @@ def _visited_fields_from_source(node_type: type) -> tuple[tuple[str, str], ...]:
     return tuple(_FIELD_IN_VISIT.findall(inspect.getsource(node_type._visit_and_replace_children)))
 
 
+def _field_helpers(node_type: type, skip: frozenset[str]) -> dict[str, set[str]]:
+    """Each field libcst visits for ``node_type`` (but those in ``skip``), in its order, with the
+    helpers that visit it (``visit_required``, ``visit_sequence``...): what a generated walker of
+    the type reads, and whether as one node or as a sequence."""
+    helpers: dict[str, set[str]] = {}
+    for helper, name in _visited_fields(node_type):
+        if name not in skip:
+            helpers.setdefault(name, set()).add(helper)
+    return helpers
+
+
 def child_fields(node_type: type) -> tuple[str, ...]:
     """The names of the fields libcst visits for ``node_type``, in libcst's visiting order."""
     fields = _FIELDS.get(node_type)
@@ -140,12 +151,8 @@ def _make_getter(
 
     Generated code instead of a generic loop: the generic version spent most of its time in
     ``isinstance`` checks against libcst's abstract base classes."""
-    helpers: dict[str, set[str]] = {}
-    for helper, name in _visited_fields(node_type):
-        if name not in skip:
-            helpers.setdefault(name, set()).add(helper)
     lines = ["def children(node):", "    out = []"]
-    for name, used in helpers.items():
+    for name, used in _field_helpers(node_type, skip).items():
         if used <= _SEQUENCE_HELPERS:
             lines.append(f"    v = node.{name}")
             lines.append("    if v: out.extend(v)")
@@ -308,13 +315,8 @@ def _make_pusher(node_type: type) -> Callable[[cst.CSTNode, int, Callable], None
     each non-trivia child of ``node``, the last one first (so that popping them gives libcst's
     visiting order). What :func:`non_trivia_children` lists, without building the list: the index
     calls this once for every node of every screened file."""
-    skip = _trivia_fields(node_type)
-    helpers: dict[str, set[str]] = {}
-    for helper, name in _visited_fields(node_type):
-        if name not in skip:
-            helpers.setdefault(name, set()).add(helper)
     lines = ["def push_children(node, i, push):"]
-    for name, used in reversed(list(helpers.items())):
+    for name, used in reversed(list(_field_helpers(node_type, _trivia_fields(node_type)).items())):
         lines.append(f"    v = node.{name}")
         sequence = ["for c in reversed(v):", "    if c.__class__ not in trivia: push((c, i))"]
         if used <= _SEQUENCE_HELPERS:

@@ -73,7 +73,7 @@ def _runs_on_from(
     that was synchronized the same way, then reads ``ts_start.elapsed_time(ts_end)``."""
     common = _unconditional_climb(later, earlier, parents)
     # The nearest construct holding both must run them in sequence, not in two arms.
-    return common not in (_SKIPPABLE, None) and not isinstance(common, _CONDITIONAL)
+    return common is not _SKIPPABLE and common is not None and not isinstance(common, _CONDITIONAL)
 
 
 def _synchronized_on_every_arm(

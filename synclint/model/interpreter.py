@@ -162,6 +162,10 @@ class FunctionSummary:
 
 
 _UNSEEN = object()
+#: Parameter annotations (their last name) of values that are never tensors.
+_HOST_ANNOTATIONS = frozenset(
+    {"int", "float", "str", "bool", "dict", "list", "tuple", "Callable", "Module", "device", "dtype"}
+)
 #: Per interpreter class: statement node class -> its ``st_`` function (or None).
 _STATEMENT_HANDLERS: dict[type, dict[type, Optional[Callable]]] = {}
 
@@ -583,10 +587,9 @@ class Interpreter:
             return StreamValue(name, f"stream `{name}`", "parameter", param)
         if tail == "Event" or (tail == "" and "event" in lowered):
             return EventValue(name, f"event `{name}`", None, param, origin="parameter")
-        if tail in ("int", "float", "str", "bool", "dict", "list", "tuple", "Callable", "Module"):
+        # `device: torch.device` (or a bare `device`) says where tensors go: it is not one.
+        if tail in _HOST_ANNOTATIONS or (tail == "" and name in ("device", "dtype")):
             return HOST
-        if tail in ("device", "dtype") or (tail == "" and name in ("device", "dtype")):
-            return HOST  # `device: torch.device`: where tensors go, not a tensor itself
         if name in self.module_names:
             return None  # `model.eval()` somewhere in the file: a module, no tensor
         if param.default is not None and type(param.default) is not cst.Name:

@@ -187,12 +187,9 @@ class KnownValueMethods:
             # Allocation only, no kernel (like `torch.empty`): the allocation stream counts.
             self.args(node)
             self.mark_tensor(storages)
-            device_node = _keyword(node, "device")
-            device = self.device_of(device_node) if device_node is not None else None
-            if device_node is None and storages:
-                device = storages[0].root.device
             return i.new_storage(
-                hint or "<expr>", node, alloc_stream=self.state.current, device=device
+                hint or "<expr>", node, alloc_stream=self.state.current,
+                device=self._device_like(node, storages),
             )
         if method in ("new_zeros", "new_ones", "new_full"):
             # A new tensor with the receiver's dtype and device, filled on the current stream:
@@ -200,12 +197,9 @@ class KnownValueMethods:
             # pred.ndim)` as a sentinel on its communication stream, long after `pred` was made).
             values = self.args(node)
             self.mark_tensor(storages)
-            device_node = _keyword(node, "device")
-            device = self.device_of(device_node) if device_node is not None else None
-            if device_node is None and storages:
-                device = storages[0].root.device
             given = [s for v in values for s in storages_of(v)]  # a tensor `fill_value`
-            return self.tensor_op(node, reads=given, result_label=hint or "<expr>", device=device)
+            return self.tensor_op(node, reads=given, result_label=hint or "<expr>",
+                                  device=self._device_like(node, storages))
         if method == "copy_":
             return self.copy_into(node, storages)
         if method in api.TRANSFER_METHODS:
@@ -232,6 +226,13 @@ class KnownValueMethods:
         opaque = bool(node.args) and is_opaque_method(method)
         return self.tensor_op(node, reads=storages + arg_storages, result_label=hint or "<expr>",
                               evidence=evidence, opaque=opaque)
+
+    def _device_like(self, node: cst.Call, storages: list[Storage]) -> Optional[str]:
+        """The device of ``x.new_*(...)``'s result: its ``device=``, else the receiver's."""
+        device_node = _keyword(node, "device")
+        if device_node is not None:
+            return self.device_of(device_node)
+        return storages[0].root.device if storages else None
 
     def copy_into(self, node: cst.Call, destinations: list[Storage]):
         positional = _positional(node)
