@@ -313,7 +313,15 @@ def test_tree_index_is_the_pre_order_of_the_non_trivia_children(modules):
     """The index is built by generated per-type code that pushes children without listing them:
     it must hold exactly the nodes a plain walk finds, in the same order, with the same parents,
     subtree ends and positions by type."""
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10_000))  # the reference walk recurses
+    try:
+        _check_indexes(modules)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _check_indexes(modules) -> None:
     for module in modules:
         index = cstwalk.TreeIndex(module)
         nodes, parents, ends = _reference_index(module)

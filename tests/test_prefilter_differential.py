@@ -622,19 +622,20 @@ def _statements_as_before(tree):
                 stack.extend(block)
 
 
-def test_statement_walk_is_the_one_before_the_table(tmp_path):
+def test_statement_walk_is_the_one_before_the_table():
     """``iter_statements`` finds each node's blocks from a table by type: the same statements,
     in the same order, as asking every node for every block field."""
     from synclint.astscan import iter_statements
 
-    sources = [p.read_text(encoding="utf-8", errors="replace") for p in (ROOT / "fixtures").rglob("*.py")]
-    sources.append(
+    fixtures = (ROOT / "fixtures").rglob("*.py")
+    sources = [p.read_text(encoding="utf-8", errors="replace") for p in fixtures]
+    sources += [  # one construct each: `except*` (3.11) must not hide the others on 3.10
         "async def f():\n    async with a:\n        async for x in y:\n            pass\n"
-        "        else:\n            z = 1\n"
-        "try:\n    pass\nexcept* ValueError:\n    x = 1\nelse:\n    y = 2\nfinally:\n    z = 3\n"
-        "match p:\n    case [a]:\n        b = 1\n    case _:\n        class C:\n            d = 2\n"
-        "while t:\n    if a:\n        pass\n    elif b:\n        q = 1\n    else:\n        r = 2\n"
-    )
+        "        else:\n            z = 1\n",
+        "try:\n    pass\nexcept* ValueError:\n    x = 1\nelse:\n    y = 2\nfinally:\n    z = 3\n",
+        "match p:\n    case [a]:\n        b = 1\n    case _:\n        class C:\n            d = 2\n",
+        "while t:\n    if a:\n        pass\n    elif b:\n        q = 1\n    else:\n        r = 2\n",
+    ]
     checked = 0
     for source in sources:
         try:
