@@ -633,7 +633,8 @@ def test_statement_walk_is_the_one_before_the_table():
         "async def f():\n    async with a:\n        async for x in y:\n            pass\n"
         "        else:\n            z = 1\n",
         "try:\n    pass\nexcept* ValueError:\n    x = 1\nelse:\n    y = 2\nfinally:\n    z = 3\n",
-        "match p:\n    case [a]:\n        b = 1\n    case _:\n        class C:\n            d = 2\n",
+        "match p:\n    case [a]:\n        b = 1\n"
+        "    case _:\n        class C:\n            d = 2\n",
         "while t:\n    if a:\n        pass\n    elif b:\n        q = 1\n    else:\n        r = 2\n",
     ]
     checked = 0
@@ -656,7 +657,8 @@ def _imports_module(tree, modules) -> bool:
         if type(node) is ast.Import and any(a.name.split(".")[0] in modules for a in node.names):
             return True
         if type(node) is ast.ImportFrom and (
-            (node.module or "").split(".")[0] in modules or any(a.name in modules for a in node.names)
+            (node.module or "").split(".")[0] in modules
+            or any(a.name in modules for a in node.names)
         ):
             return True
     return False
