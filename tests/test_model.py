@@ -541,3 +541,83 @@ def test_new_empty_allocates_without_a_kernel():
     )
     writes = [s.label for op in ops(f, OpKind.ACCESS) for s in op.writes]
     assert "out" not in writes and "full" in writes
+
+
+def test_a_context_manager_that_yields_inside_a_stream_block_runs_the_callers_block_there():
+    f = model_of(
+        """
+        import contextlib
+        import torch
+
+        @contextlib.contextmanager
+        def on(stream):
+            current = torch.cuda.current_stream()
+            try:
+                with torch.cuda.stream(stream):
+                    yield
+            finally:
+                current.wait_stream(stream)
+
+        def f(x):
+            s1 = torch.cuda.Stream()
+            s2 = torch.cuda.Stream()
+            with on(s1):
+                a = x * 2
+                with on(s2):
+                    b = x * 3
+                c = x * 4
+            d = x * 5
+        """,
+        "f",
+    )
+    access = ops(f, OpKind.ACCESS)
+    assert [op.stream.label for op in access] == [
+        "stream `s1`", "stream `s2`", "stream `s1`", "the default stream"
+    ]
+    assert [op.block_stream.label for op in access[:3]] == ["stream `s1`", "stream `s2`", "stream `s1`"]
+    assert access[3].block_stream is None
+    # The exit half ran with the entry half's `current`: the default stream waited for s1.
+    waits = ops(f, OpKind.WAIT_STREAM)
+    assert [(w.stream.label, w.target.label) for w in waits][-1] == ("the default stream", "stream `s1`")
+
+
+def test_a_block_that_returns_inside_a_context_managers_stream_block_closes_it():
+    f = model_of(
+        """
+        import contextlib
+        import torch
+
+        @contextlib.contextmanager
+        def on(stream):
+            with torch.cuda.stream(stream):
+                yield
+
+        def f(x, flag):
+            s = torch.cuda.Stream()
+            if flag:
+                with on(s):
+                    return x * 2
+            y = x * 3
+        """,
+        "f",
+    )
+    access = ops(f, OpKind.ACCESS)
+    assert [op.stream.label for op in access] == ["stream `s`", "the default stream"]
+    assert access[1].block_stream is None
+
+
+def test_only_a_straight_path_to_one_yield_splits_a_context_manager():
+    from synclint.model.context_managers import WithEntry, WithExit, halves
+
+    def function(body: str) -> cst.FunctionDef:
+        source = "@contextlib.contextmanager\ndef cm(s):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+        return cst.parse_module(source).body[0]
+
+    before, after = halves(function("a()\nwith torch.cuda.stream(s):\n    b()\n    yield\n    c()\nd()\n"))
+    assert [type(m).__name__ for m in before] == ["SimpleStatementLine", "WithEntry", "SimpleStatementLine"]
+    assert [type(m).__name__ for m in after] == ["SimpleStatementLine", "WithExit", "SimpleStatementLine"]
+    assert type(after[1]) is WithExit and type(before[1]) is WithEntry and after[1].entry is before[1]
+    assert halves(function("if s:\n    yield\nelse:\n    yield\n")) is None
+    assert halves(function("if s:\n    with torch.cuda.stream(s):\n        yield\n")) is None
+    assert halves(function("with torch.cuda.stream(s):\n    yield\nyield\n")) is None
+    assert halves(function("for _ in range(2):\n    yield\n")) is None

@@ -119,11 +119,16 @@ def inline_call(
     body: Optional[Sequence[cst.BaseStatement]] = None,
     release: bool = True,
     values: Optional[tuple[list, dict]] = None,
+    keep_stream: bool = False,
+    frame: Optional[dict] = None,
 ):
     """Walk ``method`` as called with ``args`` (a call's, or none for a property); return the
     value it returns (or None). ``body``: walk only these statements of it; ``values``: the
     arguments, already evaluated; ``release=False`` keeps its locals alive at the end (a
-    generator's frame, :mod:`.context_managers`)."""
+    generator's frame, :mod:`.context_managers`); ``keep_stream=True`` leaves the caller on the
+    stream the walk ends on (an entry half that ends inside ``with torch.cuda.stream(s):``).
+    ``frame``: the helper's own names, kept from one walk of it to the next (a generator's entry
+    and exit halves share its frame): they start this walk, and its locals are left there."""
     exprs = interp.exprs
     positional, keywords = values if values is not None else call_values(interp, args)
     params = list(method.params.posonly_params) + list(method.params.params)
@@ -133,6 +138,8 @@ def inline_call(
     caller_env = interp.state.env
     held_by_caller = _HeldBy(list(caller_env.values()))
     env = {k: v for k, v in caller_env.items() if k.startswith(("self.", "cls."))}
+    if frame:
+        env.update(frame)
     names = set()
     for index, param in enumerate(params + list(method.params.kwonly_params)):
         name = param.name.value
@@ -184,6 +191,8 @@ def inline_call(
         interp.flag_params = saved_flags
 
     ends = [state for state, _ in returns]
+    if frame is not None and not interp.state.dead:
+        frame.update((k, v) for k, v in interp.state.env.items() if not k.startswith(("self.", "cls.")))
     if not interp.state.dead:
         if release:
             interp.release_locals(method, keep_ids=held_by_caller)
@@ -199,7 +208,7 @@ def inline_call(
         if key.startswith(("self.", "cls.")):
             merged[key] = value
     state.env = merged
-    if not state.dead:
+    if not state.dead and not keep_stream:
         state.current = caller_stream  # a `return` inside `with stream(...)` leaves the block too
     interp.state = state
 

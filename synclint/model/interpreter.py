@@ -1234,6 +1234,14 @@ class Interpreter:
             self.suite(stmt.orelse.body)
 
     def st_With(self, stmt: cst.With) -> None:
+        opened = self.open_with(stmt)
+        self.suite(stmt.body)
+        self.close_with(opened)
+
+    def open_with(self, stmt: cst.With) -> list:
+        """Enter the contexts of ``stmt``'s items; return what :meth:`close_with` needs to leave
+        them: the stream current before, how many block streams and graph captures were begun,
+        and the exits of ``@contextmanager`` helpers walked on entry."""
         saved_current = self.state.current
         pushed = 0
         graph = 0
@@ -1259,14 +1267,31 @@ class Interpreter:
                 # `with torch.Stream(0) as s0:` binds the stream, whose `__enter__` returns it;
                 # `torch.cuda.stream(s)`'s context returns nothing.
                 self.assign(item.asname.name, value, stmt)
-        self.suite(stmt.body)
-        for leave in reversed(exits):
-            leave()
+        return [saved_current, pushed, graph, exits]
+
+    def close_with(self, opened: list, restore: bool = True) -> None:
+        """Leave what :meth:`open_with` entered (once: a second call does nothing). ``restore=False``
+        only closes the blocks, for a path that ended inside them."""
+        if not opened:
+            return
+        saved_current, pushed, graph, exits = opened
+        opened.clear()
+        if restore:
+            for leave in reversed(exits):
+                leave()
         for _ in range(pushed):
             self.block_streams.pop()
         self.graph_depth -= graph
-        if not self.state.dead:
+        if restore and not self.state.dead:
             self.state.current = saved_current
+
+    def st_WithEntry(self, entry) -> None:
+        """A ``@contextmanager`` helper's ``with`` around its ``yield``, on entry: its contexts
+        stay open over the caller's block (:mod:`.context_managers`)."""
+        entry.opened[:] = self.open_with(entry.stmt)
+
+    def st_WithExit(self, exit_) -> None:
+        self.close_with(exit_.entry.opened)
 
     def st_Try(self, stmt: cst.Try) -> None:
         start = self.state.copy()
