@@ -414,6 +414,12 @@ class CallSemantics:
             event = self.as_event(func.value, receiver)
             if event is not None:
                 return self.event_method(node, event, method)
+        if method in ("wait", "synchronize", "query") and receiver is None and type(func.value) is cst.Subscript:
+            # `self.ready[layer].wait(self.d2h)`: an element of a list of events this path recorded
+            # (`self.ready[layer].record()`); anything else (`works[i].wait()`) is not taken for one.
+            event = self.state.env.get(self.element_key(func.value))
+            if type(event) is EventValue and self.i.event_state(event) is not None:
+                return self.event_method(node, event, method)
         if type(func.value) is cst.Name and func.value.value == "self" and can_inline(self.i, method):
             return inline_call(self.i, node.args, self.i.class_methods[method])
         if type(func.value) is cst.Name and func.value.value == "self" and method in self.i.method_returns:

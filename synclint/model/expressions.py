@@ -22,7 +22,7 @@ from synclint.model.call_args import (
 from synclint.model.calls import CallSemantics
 from synclint.model.inlining import NOT_A_PROPERTY, read_property
 from synclint.model.known_methods import KnownValueMethods
-from synclint.model.resolver import canonical, dotted
+from synclint.model.resolver import canonical, dotted, element_key
 from synclint.model.timeline import Op, OpKind
 from synclint.model.values import (
     HOST,
@@ -316,11 +316,23 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if isinstance(value, Alternatives):
             events = [v for v in value.values if isinstance(v, EventValue)]
             return events[0] if events and all(e.key == events[0].key for e in events) else None
-        key = dotted(node)
-        if value is None and key is not None and key.startswith("self."):
-            event = EventValue(key, f"event `{key}`", None, None, origin="attribute")
+        key = dotted(node) if type(node) is not cst.Subscript else self.element_key(node)
+        if value is None and key is not None and (key.startswith("self.") or "[" in key):
+            # An attribute event, or one element of a list of events (`self.ready[layer].record()`
+            # ... `self.ready[layer].wait(self.d2h)`): the same text is the same event.
+            origin = "attribute" if key.startswith("self.") else "element"
+            event = EventValue(key, f"event `{key}`", None, None, origin=origin)
             self.state.env[key] = event
             return event
+        return None
+
+    def element_key(self, node: cst.Subscript) -> Optional[str]:
+        """:func:`~synclint.model.resolver.element_key`, for a container that is the object's
+        (``self.ready[i]``) or a local; not a parameter's (``timer[1]`` in a helper walked at
+        several call sites names another caller's container at each)."""
+        key = element_key(node)
+        if key is None or key.startswith("self.") or key.split("[", 1)[0] not in self.i.params:
+            return key
         return None
 
     def is_current_stream_call(self, node: Optional[cst.BaseExpression]) -> bool:

@@ -561,8 +561,11 @@ class _Exports:
             if not name.startswith("self."):
                 continue
             # `self._in_flight = self._copy_async()` under a condition: an event on some paths
-            # (None on the others) is still the event the next call waits on.
-            for value in bound.values if isinstance(bound, Alternatives) else (bound,):
+            # (None on the others) is still the event the next call waits on; so is each event of
+            # a list of them (`self.ready = [torch.cuda.Event(), torch.cuda.Event()]`).
+            kind = type(bound)
+            values = bound.values if kind is Alternatives else bound.items if kind is TupleValue else (bound,)
+            for value in values:
                 if not isinstance(value, EventValue):
                     continue
                 event_state = state.events.get(value.key)
