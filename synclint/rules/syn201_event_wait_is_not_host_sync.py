@@ -47,6 +47,21 @@ _HOST_NEEDS = (
 _HOST_NEED = re.compile("|".join(_HOST_NEEDS))
 
 
+def _waited_for(wait: Op, access) -> bool:
+    """Could the wait's event stand for ``access``'s work? Yes when its recording is unknown, or
+    one of its recordings follows that work on its stream or on one that waited for it. An event
+    recorded on another stream that never waited (an upload stream's event, with a download still
+    in flight) has nothing to do with it: ``synchronize()`` on it would not help either, and the
+    unfinished work is another rule's finding (SYN301)."""
+    if wait.kind != OpKind.WAIT_EVENT or not wait.recorded_by:
+        return True
+    op = access.op
+    return any(
+        record.stream.key == op.stream.key or record.vc.get(op.stream.key, 0) >= op.seq > 0
+        for record in wait.recorded_by
+    )
+
+
 class EventWaitIsNotHostSync(Rule):
     code = "SYN201"
     name = "event-wait-is-not-host-sync"
@@ -120,7 +135,9 @@ class EventWaitIsNotHostSync(Rule):
                 pending = [
                     a
                     for a in later.pending
-                    if a.op.index < wait.index and self._provable(ctx, later, a)
+                    if a.op.index < wait.index
+                    and _waited_for(wait, a)
+                    and self._provable(ctx, later, a)
                 ]
                 if pending:
                     label = pending[0].storage.label
