@@ -154,7 +154,15 @@ class NonBlockingD2HReadBeforeSync(Rule):
         copy_op = access.op.site
         label = access.storage.label
         if label.startswith("<"):
-            label = ctx.code_for(copy_op.node)
+            node = copy_op.node
+            # `dst[i][:, :n].copy_(src, non_blocking=True)`: the buffer is the copy's receiver,
+            # not the whole call.
+            is_copy_into = (
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and node.func.attr.value == "copy_"
+            )
+            label = ctx.code_for(node.func.value if is_copy_into else node)
         fix_text = sync_text(copy_op.stream)
         message = (
             f"`{label}` is read on the host while the `non_blocking=True` copy into it on "
