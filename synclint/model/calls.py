@@ -10,6 +10,7 @@ import libcst as cst
 
 from synclint.model import api
 from synclint.model.call_args import (
+    _SETTER_NAME,
     _STREAM_ONLY_METHODS,
     _SYNC_NAME,
     _TENSOR_ONLY_METHODS,
@@ -108,8 +109,10 @@ class CallSemantics:
                 and not self.names_a_module(func.value)
             ):
                 receiver = self.materialize(func.value)
-            if storages_of(receiver):
+            if storages_of(receiver) and not _SETTER_NAME.match(method):
                 return self.tensor_method(node, receiver, method, hint)
+            # A setter (`sampler.set_epoch(epoch)`, no tensor method is named so) configures the
+            # object on the host: it reads none of the tensors the object may hold.
             return self.unknown_method(node, func, receiver, method, hint)
         name = self.callee_name(func)
         if name is None:
