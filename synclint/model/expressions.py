@@ -407,6 +407,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             if callee in api.GRAPH_CONTEXTS:
                 for arg in node.args:
                     self.ev(arg.value)
+                # `torch.cuda.graph.__enter__` starts with `torch.cuda.synchronize()` ("free as much
+                # memory as we can for the graph"), then captures on its own stream.
+                self.sync_device(node, "device", callee)
                 return "graph", None
             if not node.args and type(node.func) is cst.Name:
                 # `with stream_context():` where `stream_context = partial(torch.cuda.stream,
