@@ -48,6 +48,25 @@ def _stored_into_a_pool(ctx: RuleContext, argument: cst.Arg) -> bool:
     )
 
 
+class _ConstructorArguments(cst.CSTVisitor):
+    """The plain names handed to calls of capitalized callees (``Worker(queue, stream)``)."""
+
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Call(self, call: cst.Call) -> None:
+        func = call.func
+        callee = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else ""
+        if callee[:1].isupper():
+            self.found.update(a.value.value for a in call.args if type(a.value) is cst.Name)
+
+
+def _given_to_a_constructor(body: cst.CSTNode, name: str) -> bool:
+    visitor = _ConstructorArguments()
+    walk(body, visitor)
+    return name in visitor.found
+
+
 def _counted(loop: cst.For) -> bool:
     """``for _ in range(n):``: a loop that counts, over no data."""
     call = loop.iter
@@ -160,7 +179,11 @@ class StreamCreatedInLoop(Rule):
             body,
             re.MULTILINE,
         )
-        return stored is not None
+        if stored is not None:
+            return True
+        # `for i in range(n): s = Stream(); workers.append(Worker(queue, s))`: each object made in a
+        # loop that counts gets a stream of its own, a pool of n streams held by them.
+        return type(loop) is cst.For and _counted(loop) and _given_to_a_constructor(loop.body, name)
 
     @staticmethod
     def per_loop_key(ctx: RuleContext, call: cst.CSTNode) -> bool:
