@@ -680,3 +680,28 @@ def test_one_lifetime_finding_per_use_of_tensors_made_at_one_line() -> None:
     path = ROOT / "fixtures/SYN102/bad_chunk_input_made_each_pass_of_a_loop.py"
     found = [d for d in lint_source(path.read_text(encoding="utf-8"), str(path)) if d.code == "SYN102"]
     assert [d.span.start.line for d in found] == [21]
+
+
+def test_an_attribute_bound_to_a_fresh_tensor_is_named_by_the_attribute():
+    finding = only(
+        """
+        import torch
+
+        class Calculator:
+            def __init__(self, model):
+                self.model = model
+                self.pos = None
+
+            def _warm_up(self):
+                stream = torch.cuda.Stream()
+                with torch.cuda.stream(stream):
+                    self.energy = self.model(self.pos)
+
+            def calculate(self, pos):
+                self.pos = pos.clone().detach().requires_grad_(True)
+                self._warm_up()
+                return self.energy
+        """,
+        "SYN101",
+    )
+    assert finding.message.startswith("`self.pos` is written on the default stream (line 15)")

@@ -841,6 +841,9 @@ class Interpreter:
                 # references); rebinding it may drop the last reference to the old value.
                 old = self.state.env.get(key)
                 self.bind(key, value)
+                for storage in storages_of(value):
+                    if storage.label in ("tensor", "<expr>"):
+                        storage.label = key  # `self.pos = pos.clone().detach()`: named for messages
                 if old is not None and old is not value:
                     self.release_if_unreferenced(old, stmt)
             else:
