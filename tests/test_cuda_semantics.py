@@ -285,6 +285,44 @@ def test_entering_an_accelerator_graph_synchronizes_then_captures():
     assert y.sum().item() == 8.0
 
 
+def test_entering_a_cuda_graph_synchronizes_the_device():
+    """``ExpressionEvaluator.context`` (``api.GRAPH_CONTEXTS``): ``with torch.cuda.graph(g):``
+    waits for every stream's work so far before the capture begins (its ``__enter__`` calls
+    ``torch.cuda.synchronize()``), so a warm-up on a fresh stream is finished by then."""
+    side = torch.cuda.Stream()
+    static = torch.ones(4, device="cuda")  # allocated first: a first cudaMalloc synchronizes too
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(SPIN)
+    assert not side.query()  # the warm-up is still running
+    before = time.perf_counter()
+    with torch.cuda.graph(g):  # (querying a stream inside a capture would invalidate it)
+        waited = time.perf_counter() - before
+        out = static * 2
+    assert waited > 0.1  # the side stream's spin finished before the capture began
+    assert side.query()
+    g.replay()
+    torch.cuda.synchronize()
+    assert out.sum().item() == 8.0
+
+
+def test_a_context_manager_yielding_inside_a_stream_block_runs_the_block_there():
+    """``context_managers.halves``: a ``@contextmanager`` that yields inside
+    ``with torch.cuda.stream(s):`` makes ``s`` current in the caller's block, and the stream
+    before it current again after."""
+    side = torch.cuda.Stream()
+
+    @contextmanager
+    def on(stream):
+        with torch.cuda.stream(stream):
+            yield
+
+    before = torch.cuda.current_stream()
+    with on(side):
+        assert torch.cuda.current_stream() == side
+    assert torch.cuda.current_stream() == before
+
+
 def _prefetched(batches, discipline):
     """A timm-style prefetching generator: each batch is copied on a side stream, the current
     stream waits, and the batch before is yielded. ``discipline``: None (the bug), "record"
