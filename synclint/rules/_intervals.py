@@ -64,6 +64,10 @@ def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, st
     """The readings among ``earlier`` (ops, in order) that the interval ending at ``end`` may
     start at, and the name it subtracts when known. None of them when ``end`` ends no interval:
     it only starts one, or it is bound to a name nothing reads (a leftover)."""
+    if type(parents.get(end.node)) is cst.Element:
+        # `t_prev = [time.time()]`: a first timestamp kept in a list, for a callback or a loop to
+        # subtract later (stable-audio-3's step timer); it starts intervals and ends none.
+        return [], None
     bound = bound_key(end.node, parents)
     if subtractions.only_subtracted(bound) or subtractions.never_read(bound):
         return [], None
