@@ -148,3 +148,24 @@ def test_syn304_needs_a_pinned_buffer() -> None:
     """
     assert (7, "SYN304") in codes(source.format(pin=".pin_memory()"))
     assert (7, "SYN304") not in codes(source.format(pin=""))
+
+
+def test_syn301_names_a_copy_destination_by_its_receiver():
+    source = textwrap.dedent(
+        """
+        import torch
+
+        class Offloader:
+            def __init__(self, layers):
+                self.d2h = torch.cuda.Stream()
+                self.host = [torch.empty(8, 4096, pin_memory=True) for _ in range(layers)]
+
+            def offload(self, key, layer, n):
+                self.d2h.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(self.d2h):
+                    self.host[layer][:, :n].copy_(key.transpose(1, 2), non_blocking=True)
+                return self.host[layer].tolist()
+        """
+    )
+    [finding] = [d for d in lint_source(source) if d.code == "SYN301"]
+    assert finding.message.startswith("`self.host[layer][:, :n]` is read on the host"), finding.message
