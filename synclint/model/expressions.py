@@ -114,6 +114,37 @@ def item_keys(node: cst.Subscript) -> Optional[tuple[str, str]]:
     return any_key, any_key
 
 
+_KEY_PARTS = frozenset({cst.Name, cst.Attribute, cst.Subscript, cst.SubscriptElement, cst.Index,
+                        cst.Integer, cst.SimpleString, cst.Call, cst.Arg})
+
+
+def _computed_key(node: cst.Subscript) -> bool:
+    """Is ``node`` one element of a container at an index computed without side effects from
+    names, attributes, items, constants and ``str()``/``int()`` (``self.layer_mapping[str(i)]``)?"""
+    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return False
+    stack = [node.slice[0].slice.value]
+    while stack:
+        part = stack.pop()
+        kind = type(part)
+        if kind not in _KEY_PARTS:
+            return False
+        if kind is cst.Call:
+            if type(part.func) is not cst.Name or part.func.value not in ("str", "int") or len(part.args) != 1:
+                return False
+            stack.append(part.args[0].value)
+        elif kind is cst.Attribute:
+            stack.append(part.value)
+        elif kind is cst.Subscript:
+            stack.append(part.value)
+            stack.extend(e.slice for e in part.slice)
+        elif kind is cst.Index:
+            stack.append(part.value)
+        elif kind is cst.SubscriptElement:
+            stack.append(part.slice)
+    return True
+
+
 def _container_key(source: cst.BaseExpression) -> Optional[str]:
     """The container a ``for`` loop walks: ``works``, ``works.values()``, or the same container on
     both arms of a test of its type (MindSpeed's ``reqs if isinstance(reqs, list) else
@@ -331,6 +362,11 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         (``self.ready[i]``) or a local; not a parameter's (``timer[1]`` in a helper walked at
         several call sites names another caller's container at each)."""
         key = element_key(node)
+        if key is None and _computed_key(node):
+            # `self.events[self.layer_mapping[str(layer_idx)]]`: the same text names the same
+            # element within a walk (RetrievalAttention records and waits it so).
+            base = dotted(node.value)
+            key = f"{base}[{self.i.model_code(node.slice[0].slice.value)}]" if base else None
         if key is None or key.startswith("self.") or key.split("[", 1)[0] not in self.i.params:
             return key
         return None

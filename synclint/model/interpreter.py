@@ -166,6 +166,13 @@ _UNSEEN = object()
 _HOST_ANNOTATIONS = frozenset(
     {"int", "float", "str", "bool", "dict", "list", "tuple", "Callable", "Module", "device", "dtype"}
 )
+#: Parameter names that number or count the parts of a model or a schedule (``layer_idx``,
+#: ``block_id``, ``stage_index``, ``layer_cnt``, ``num_layers``): integers, used to index lists and
+#: tensors, never tensors.
+_ORDINAL_NAME = re.compile(
+    r"(layer|block|stage|chunk|micro_?batch)_?(idx|id|index|num|number|no|cnt|count)"
+    r"|(num|n)_(layers|blocks|stages|chunks|micro_?batches)"
+)
 #: Per interpreter class: statement node class -> its ``st_`` function (or None).
 _STATEMENT_HANDLERS: dict[type, dict[type, Optional[Callable]]] = {}
 
@@ -590,6 +597,8 @@ class Interpreter:
         # `device: torch.device` (or a bare `device`) says where tensors go: it is not one.
         if tail in _HOST_ANNOTATIONS or (tail == "" and name in ("device", "dtype")):
             return HOST
+        if tail == "" and _ORDINAL_NAME.fullmatch(lowered):
+            return HOST  # `layer_idx`: which layer, an integer
         if name in self.module_names:
             return None  # `model.eval()` somewhere in the file: a module, no tensor
         if param.default is not None and type(param.default) is not cst.Name:
