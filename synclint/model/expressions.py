@@ -22,7 +22,7 @@ from synclint.model.call_args import (
 from synclint.model.calls import CallSemantics
 from synclint.model.inlining import NOT_A_PROPERTY, read_property
 from synclint.model.known_methods import KnownValueMethods
-from synclint.model.resolver import canonical, dotted, element_key
+from synclint.model.resolver import canonical, dotted
 from synclint.model.timeline import Op, OpKind
 from synclint.model.values import (
     HOST,
@@ -358,18 +358,23 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         return None
 
     def element_key(self, node: cst.Subscript) -> Optional[str]:
-        """:func:`~synclint.model.resolver.element_key`, for a container that is the object's
-        (``self.ready[i]``) or a local; not a parameter's (``timer[1]`` in a helper walked at
-        several call sites names another caller's container at each)."""
-        key = element_key(node)
-        if key is None and _computed_key(node):
-            # `self.events[self.layer_mapping[str(layer_idx)]]`: the same text names the same
-            # element within a walk (RetrievalAttention records and waits it so).
-            base = dotted(node.value)
-            key = f"{base}[{self.i.model_code(node.slice[0].slice.value)}]" if base else None
-        if key is None or key.startswith("self.") or key.split("[", 1)[0] not in self.i.params:
-            return key
-        return None
+        """One element of a container as text (``self.ready[layer_idx]``), at an index
+        :func:`_computed_key` accepts, for a container that is the object's or a local; None for
+        a parameter's (``timer[1]`` in a helper walked at several call sites names another
+        caller's container at each), a slice or several indexes."""
+        base = dotted(node.value)
+        if base is None or not _computed_key(node):
+            return None
+        if not base.startswith("self.") and base.split(".", 1)[0] in self.i.params:
+            return None
+        index = node.slice[0].slice.value
+        # `self.ready[layer]`, `events[1]`, `self.events[self.layer_mapping[str(layer_idx)]]`: the
+        # same text names the same element within a walk (RetrievalAttention records and waits so).
+        if type(index) in (cst.Integer, cst.SimpleString):
+            text = index.value
+        else:
+            text = dotted(index) or self.i.model_code(index)
+        return f"{base}[{text}]"
 
     def is_current_stream_call(self, node: Optional[cst.BaseExpression]) -> bool:
         if type(node) is not cst.Call:

@@ -837,9 +837,7 @@ class Interpreter:
                 self.made_on[target.value] = made  # `loss = module.loss`: part of that object
             else:
                 self.made_on.pop(target.value, None)
-            for storage in storages_of(value):
-                if storage.label in ("tensor", "<expr>"):
-                    storage.label = target.value
+            _name_fresh(value, target.value)
             if old is not None and old is not value:
                 self.release_if_unreferenced(old, stmt)
         elif type(target) is cst.Attribute:
@@ -850,9 +848,7 @@ class Interpreter:
                 # references); rebinding it may drop the last reference to the old value.
                 old = self.state.env.get(key)
                 self.bind(key, value)
-                for storage in storages_of(value):
-                    if storage.label in ("tensor", "<expr>"):
-                        storage.label = key  # `self.pos = pos.clone().detach()`: named for messages
+                _name_fresh(value, key)  # `self.pos = pos.clone().detach()`
                 if old is not None and old is not value:
                     self.release_if_unreferenced(old, stmt)
             else:
@@ -1445,3 +1441,11 @@ def _enumerated(stmt: cst.For):
     ):
         return None
     return target.elements[0].value, target.elements[1].value, call.args[0].value
+
+
+def _name_fresh(value, name: str) -> None:
+    """Name the unnamed storages of ``value`` (a fresh ``<expr>``) for the name they are bound
+    to, as messages call them (``x``, ``self.pos``)."""
+    for storage in storages_of(value):
+        if storage.label in ("tensor", "<expr>"):
+            storage.label = name

@@ -60,18 +60,6 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def element_key(node: cst.Subscript) -> Optional[str]:
-    """``events[i]`` or ``self.ready[layer_idx]`` as text, for one element of a container named by
-    a dotted name, at an index that is a name, a number or a dotted name; None otherwise (a slice,
-    several indexes, a computed index, which may name another element each time)."""
-    base = dotted(node.value)
-    if base is None or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
-        return None
-    index = node.slice[0].slice.value
-    text = index.value if type(index) in (cst.Integer, cst.SimpleString) else dotted(index)
-    return f"{base}[{text}]" if text is not None else None
-
-
 def is_self_attribute(node: cst.CSTNode) -> bool:
     """``self.x``."""
     return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"

@@ -20,6 +20,7 @@ import libcst as cst
 
 from synclint.diagnostics import Applicability, Diagnostic
 from synclint.model import FunctionModel, Op, OpKind
+from synclint.model.timeline import ordered
 from synclint.model.file_facts import parent_map
 from synclint.model.host_queries import DEVICE_WORK, record_seen, records_of, unseen_cuda_work
 from synclint.rules._common import (
@@ -55,11 +56,7 @@ def _waited_for(wait: Op, access) -> bool:
     unfinished work is another rule's finding (SYN301)."""
     if wait.kind != OpKind.WAIT_EVENT or not wait.recorded_by:
         return True
-    op = access.op
-    return any(
-        record.stream.key == op.stream.key or record.vc.get(op.stream.key, 0) >= op.seq > 0
-        for record in wait.recorded_by
-    )
+    return any(ordered(access.op, record.vc, record.stream) for record in wait.recorded_by)
 
 
 class EventWaitIsNotHostSync(Rule):
