@@ -20,7 +20,7 @@ from synclint.fixer import split_lines
 from synclint.output import Report, render, summary, use_color
 from synclint.pipeline import FileResult
 from synclint.project import Overrides, Project
-from synclint.runner import Job, run_job, run_jobs
+from synclint.runner import Job, run_job, run_jobs, start_fork_server
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -127,8 +127,18 @@ def _write_source(result: FileResult, original: bytes) -> None:
     sys.stdout.flush()
 
 
+def _needs_workers(options: CheckOptions) -> bool:
+    """Will the run certainly lint in worker processes, whatever discovery finds? When there is
+    no cache to answer from and a directory to walk (a directory of fewer Python files than
+    :data:`~synclint.runner.PARALLEL_THRESHOLD` is rare: the fork server it starts idles then)."""
+    no_cache = options.no_cache or options.mode != "check"
+    return no_cache and any(os.path.isdir(p) for p in options.paths or (".",) if p != "-")
+
+
 def run_check(options: CheckOptions, out, err, fail) -> int:
     warn = (lambda message: None) if options.quiet else (lambda message: err(f"warning: {message}"))
+    if _needs_workers(options):
+        start_fork_server()
     try:
         project = Project(
             Overrides(options.select, options.extend_select, options.ignore, options.config)
@@ -139,7 +149,7 @@ def run_check(options: CheckOptions, out, err, fail) -> int:
     if not jobs and not options.quiet:
         warn("no Python files found under the given paths")
     try:
-        results = run_jobs(jobs) if len(jobs) > 1 else [run_job(job) for job in jobs]
+        results = run_jobs(jobs, preloaded=True) if len(jobs) > 1 else [run_job(job) for job in jobs]
     except ConfigError as error:
         raise fail(str(error)) from None
     errors = [message for result in results for message in result.errors]

@@ -178,6 +178,41 @@ def _gc_tuned():
             gc.unfreeze()
 
 
+#: What the fork server imports for its workers (:mod:`synclint.preload`).
+WORKER_MODULES = ("synclint.preload",)
+
+
+def fork_server():
+    """A multiprocessing context whose workers fork from one server process that imported
+    :data:`WORKER_MODULES`; None where the platform has no fork server (Windows).
+
+    Workers then start with everything imported, and the server's imports can overlap the
+    parent's discovery (:func:`start_fork_server`). What they do not inherit is the parent's
+    state: only what a :class:`Job` carries reaches them, which is all the command line passes
+    (library callers that register rules at run time keep plain forked workers)."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return None
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(WORKER_MODULES))
+    return context
+
+
+def start_fork_server() -> None:
+    """Start the fork server now, in the background: the command line calls this first thing
+    when a run will need workers whatever it finds (no cache to answer from and a directory to
+    lint), so that the server imports while this process reads the configuration and walks the
+    tree. Failing here only means workers start later or not at all (see :func:`run_jobs`)."""
+    try:
+        if fork_server() is not None:
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+    except (OSError, RuntimeError, ImportError, ValueError):
+        pass
+
+
 def _size(job: Job) -> int:
     if job.data is not None:
         return len(job.data)
@@ -187,12 +222,15 @@ def _size(job: Job) -> int:
         return 0
 
 
-def run_jobs(jobs: list[Job], parallel: bool = True) -> list[FileResult]:
+def run_jobs(
+    jobs: list[Job], parallel: bool = True, preloaded: bool = False
+) -> list[FileResult]:
     """Run every job; results in path order.
 
     Cache hits are answered in this process first, so a warm run over an unchanged tree starts no
     workers; the misses go to the pool largest first in small chunks, so that one big file does not
-    finish last on one worker while the other idles."""
+    finish last on one worker while the other idles. ``preloaded``: fork the workers from the
+    :func:`fork_server` (the command line), not from this process."""
     results: list[FileResult] = []
     pending: list[Job] = []
     for job in jobs:
@@ -211,7 +249,8 @@ def run_jobs(jobs: list[Job], parallel: bool = True) -> list[FileResult]:
         pending.sort(key=_size, reverse=True)
         done = []
         try:
-            with ProcessPoolExecutor(max_workers=workers, initializer=tune_gc) as pool:
+            context = fork_server() if preloaded else None
+            with ProcessPoolExecutor(workers, context, initializer=tune_gc) as pool:
                 chunk = max(1, min(8, len(pending) // (workers * 16)))
                 for result in pool.map(run_job, pending, chunksize=chunk):
                     done.append(result)  # in order: what is done when a worker dies is known

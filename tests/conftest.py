@@ -13,10 +13,14 @@ from synclint.rules.registry import all_rules
 
 
 @pytest.fixture
-def fake_rules():
-    """Register the fake rules (the registry's cached dict is shared by every caller)."""
+def fake_rules(monkeypatch):
+    """Register the fake rules (the registry's cached dict is shared by every caller). They exist
+    in this process only: worker processes are forked from it, not from the fork server (whose
+    workers know only the rules in the package)."""
+    import synclint.runner
     from synclint.pipeline import _triggers_for
 
+    monkeypatch.setattr(synclint.runner, "fork_server", lambda: None)
     registry = all_rules()
     for rule in FAKE_RULES:
         registry[rule.code] = rule

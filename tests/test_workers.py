@@ -1,0 +1,114 @@
+"""Worker processes of a command-line run: forked from a server that imported everything once."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from frame_helpers import write
+
+ROOT = Path(__file__).resolve().parent.parent
+
+needs_fork_server = pytest.mark.skipif(
+    "forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server here"
+)
+
+LINT_EVERYTHING = """
+import sys
+from pathlib import Path
+from synclint.runner import WORKER_MODULES
+for name in WORKER_MODULES:
+    __import__(name)
+before = set(sys.modules)
+from synclint.pipeline import FileSettings
+from synclint.rules.registry import all_rules
+from synclint.runner import Job, run_job
+every_rule = FileSettings(frozenset(all_rules()))
+files = sorted(Path(sys.argv[1]).rglob("*.py"))
+for mode in ("check", "diff"):
+    for path in files:
+        result = run_job(Job(str(path), path.name, every_rule, mode, cache_dir=sys.argv[2]))
+        assert not result.errors, result.errors
+heavy = ("synclint", "libcst")
+print(sorted(m for m in set(sys.modules) - before if m.startswith(heavy)))
+"""
+
+
+def test_the_fork_server_imports_all_that_linting_imports(tmp_path):
+    """A worker forked from the server imports nothing more, whatever it lints (every fixture,
+    every rule, checked with a cache and fixed): else each worker pays that import again."""
+    run = subprocess.run(
+        [sys.executable, "-c", LINT_EVERYTHING, str(ROOT / "fixtures"), str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "[]"
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """Record whether the command line started the fork server, and how it ran its jobs."""
+    import synclint.check_command as check_command
+
+    calls: list = []
+    real_run_jobs = check_command.run_jobs
+    monkeypatch.setattr(check_command, "start_fork_server", lambda: calls.append("server"))
+
+    def run_jobs(jobs, parallel=True, preloaded=False):
+        calls.append(("preloaded", preloaded))
+        return real_run_jobs(jobs, parallel=False)
+
+    monkeypatch.setattr(check_command, "run_jobs", run_jobs)
+    return calls
+
+
+def test_the_server_starts_first_only_when_workers_are_certain(project, cli, started):
+    for index in range(3):
+        write(project / "src" / f"m{index}.py", "x = 1\n")
+    cli("check", "--no-cache", "src")  # no cache, a directory: workers whatever is found
+    assert started == ["server", ("preloaded", True)]
+    started.clear()
+    cli("check", "--fix", ".")  # fixes never come from the cache
+    assert started == ["server", ("preloaded", True)]
+    started.clear()
+    cli("check", "src")  # a warm run may need no worker at all
+    cli("check", "--no-cache", "src/m0.py", "src/m1.py")  # a few files, named
+    assert "server" not in started
+
+
+@needs_fork_server
+def test_a_cold_run_lints_in_workers_forked_from_the_server(tmp_path):
+    example = ROOT / "examples" / "prefetcher.py"  # the README's example: one SYN101
+    for index in range(40):  # past PARALLEL_THRESHOLD
+        write(tmp_path / f"m{index:02d}.py", example.read_text(encoding="utf-8"))
+    probe = (
+        "import sys\n"
+        "from multiprocessing import forkserver\n"
+        "from synclint.cli import run\n"
+        "status = run(sys.argv[1:])\n"
+        "print('SERVER', forkserver._forkserver._forkserver_pid is not None, file=sys.stderr)\n"
+        "sys.exit(status)\n"
+    )
+    args = ["check", "--no-cache", "--output-format", "json", "--select", "SYN101", "."]
+    run = subprocess.run(
+        [sys.executable, "-c", probe, *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "SERVER True" in run.stderr
+    findings = json.loads(run.stdout)
+    per_file = {finding["filename"] for finding in findings}
+    assert len(per_file) == 40 and len(findings) % 40 == 0
