@@ -167,11 +167,13 @@ _HOST_ANNOTATIONS = frozenset(
     {"int", "float", "str", "bool", "dict", "list", "tuple", "Callable", "Module", "device", "dtype"}
 )
 #: Parameter names that number or count the parts of a model or a schedule (``layer_idx``,
-#: ``block_id``, ``stage_index``, ``layer_cnt``, ``num_layers``): integers, used to index lists and
-#: tensors, never tensors.
+#: ``block_id``, ``stage_index``, ``layer_cnt``, ``num_layers``), or that give one size, length or
+#: count (``sink_size``, ``seq_len``, ``token_count``; not ``seq_lens``, often a tensor of them):
+#: integers, used to index lists and tensors, never tensors.
 _ORDINAL_NAME = re.compile(
     r"(layer|block|stage|chunk|micro_?batch)_?(idx|id|index|num|number|no|cnt|count)"
     r"|(num|n)_(layers|blocks|stages|chunks|micro_?batches)"
+    r"|[a-z0-9_]*_(size|len|length|cnt|count)"
 )
 #: Per interpreter class: statement node class -> its ``st_`` function (or None).
 _STATEMENT_HANDLERS: dict[type, dict[type, Optional[Callable]]] = {}
