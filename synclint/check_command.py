@@ -149,7 +149,10 @@ def run_check(options: CheckOptions, out, err, fail) -> int:
     if not jobs and not options.quiet:
         warn("no Python files found under the given paths")
     try:
-        results = run_jobs(jobs, preloaded=True) if len(jobs) > 1 else [run_job(job) for job in jobs]
+        if len(jobs) > 1:
+            results = run_jobs(jobs, preloaded=True)
+        else:
+            results = [run_job(job) for job in jobs]
     except ConfigError as error:
         raise fail(str(error)) from None
     errors = [message for result in results for message in result.errors]
