@@ -20,7 +20,10 @@ along the only ways the model lets one definition's analysis depend on another's
 * a function that relevant text names is relevant: the model summarises module-level helpers for
   their callers (does it synchronize? return the current stream?), and SYN2xx rules follow event
   factories into them. A caller of a relevant helper only sees that summary, on which no rule
-  reports by itself, so callers are not kept for it; classes are never summarised or followed;
+  reports by itself, so callers are not kept for it; a class that relevant text names and whose
+  text says ``synchronize`` is relevant too: the model learns which of its methods synchronize,
+  for calls on its instances (``_Builder.summarise_methods``); other classes are never summarised
+  or followed;
 * a definition with an ``import`` that relevant text uses is relevant: import resolution reads
   imports at any depth;
 * a definition that names a relevant ``@contextmanager`` function is relevant: the model walks
@@ -263,7 +266,9 @@ def irrelevant_definitions(
         for unit in definitions:
             if unit.relevant:
                 continue
-            helper = not isinstance(unit.node, ast.ClassDef) and unit.node.name in mentioned
+            helper = unit.node.name in mentioned and (
+                not isinstance(unit.node, ast.ClassDef) or "synchronize" in unit.text
+            )
             if (
                 helper
                 or unit.binds & mentioned

@@ -404,6 +404,17 @@ def _is_slice(node: cst.Subscript) -> bool:
     return any(type(element.slice) is cst.Slice for element in node.slice)
 
 
+def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression] | None:
+    """What ``function``'s ``return`` statements give back (not those of nested functions); None
+    when one returns nothing."""
+    collector = _ReturnCollector(function)
+    try:
+        walk(function, collector)
+    except Unknown:
+        return None
+    return collector.values
+
+
 class _ReturnCollector(cst.CSTVisitor):
     def __init__(self, root: cst.FunctionDef) -> None:
         self.root = root

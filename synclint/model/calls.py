@@ -9,6 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from synclint.model import api
+from synclint.model.bindings import Scope
 from synclint.model.call_args import (
     _SETTER_NAME,
     _STREAM_ONLY_METHODS,
@@ -385,6 +386,29 @@ class CallSemantics:
         root = key.split(".", 1)[0]
         return root == "self" or root not in self.i.params
 
+    def instance_class(self, name: str) -> Optional[str]:
+        """The class of this file ``name`` is an instance of, when every binding of ``name`` in the
+        scope interpreted now makes one (``timer = CommTimer()``, ``with CommTimer() as timer``)
+        and the class has methods that synchronize; None when any binding is something else, or
+        ``name`` is a parameter, or the code walked now is a helper inlined into the scope."""
+        if self.i.inline_stack:
+            return None
+        if self.i.scope_bindings is None:
+            self.i.scope_bindings = Scope(self.i.model.node)
+        scope = self.i.scope_bindings
+        values = scope.bindings.get(name)
+        if not values or name in scope.parameters:
+            return None
+        classes = {
+            value.func.value
+            for value in values
+            if type(value) is cst.Call and type(value.func) is cst.Name
+        }
+        if len(classes) != 1 or len(values) != sum(type(v) is cst.Call for v in values):
+            return None
+        (cls,) = classes
+        return cls if cls in self.i.synchronizing_methods else None
+
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
         if method == "cpu" and receiver is None and not node.args:
             # `outputs[k + 1].cpu()` on a value of unknown kind: only tensors and modules have
@@ -413,6 +437,12 @@ class CallSemantics:
             self.args(node)
             self.sync_device(node, "helper", method)
             return HOST
+        if receiver is None and type(func.value) is cst.Name and self.i.synchronizing_methods:
+            cls = self.instance_class(func.value.value)
+            if cls is not None and method in self.i.synchronizing_methods[cls]:
+                self.args(node)
+                self.sync_device(node, "helper", f"{cls}.{method}")
+                return HOST
         if method in ("record", "elapsed_time") and receiver is None:
             event = self.as_event(func.value, receiver)
             if event is not None:

@@ -247,6 +247,12 @@ class Interpreter:
         #: The module's ``@contextmanager`` functions, walked where a ``with`` calls them
         #: (:mod:`.context_managers`).
         self.context_managers: dict[str, cst.FunctionDef] = {}
+        #: Class name -> its methods that synchronize the device, for calls on an instance made
+        #: in the same scope (``timer = CommTimer()`` ... ``timer.aggregate_ms()``): see
+        #: ``_Builder.summarise_methods`` and ``Calls.instance_class``.
+        self.synchronizing_methods: dict[str, frozenset[str]] = {}
+        #: The bindings of the scope being interpreted (built when first asked).
+        self.scope_bindings = None
         #: ``torch.cuda.ExternalStream(ptr)`` wraps a stream this file created (``_Builder``).
         self.external_streams_are_new = False
         #: The file names a GPU somewhere (``cuda``, ``nccl``, ``device``...): see

@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Optional
 import libcst as cst
 
 from synclint.cstwalk import walk
+from synclint.model.bindings import returned_values
 from synclint.model.context_managers import is_context_manager
 from synclint.model.interpreter import FunctionSummary, Interpreter
 from synclint.model.resolver import ImportResolver, is_self_attribute
@@ -88,6 +89,8 @@ class _Builder:
             for s in module.body
             if type(s) is cst.FunctionDef and is_context_manager(s)
         }
+        #: Class name -> its methods that synchronize the device (:meth:`summarise_methods`).
+        self.synchronizing_methods: dict[str, frozenset[str]] = {}
 
     def interpreter(
         self, model: FunctionModel, counters: dict, attributes=None, summaries=None
@@ -99,6 +102,7 @@ class _Builder:
         interp.external_streams_are_new = self.creates_raw_streams
         interp.file_names_a_device = self.names_a_device
         interp.context_managers = self.context_managers
+        interp.synchronizing_methods = self.synchronizing_methods
         if model.name.rsplit(".", 1)[-1] in self.thread_targets:
             interp.from_callers_stream = False
         self.interpreters.append(interp)
@@ -107,6 +111,7 @@ class _Builder:
     def build(self) -> ModuleModel:
         functions = [s for s in self.module.body if type(s) is cst.FunctionDef]
         classes = [s for s in self.module.body if type(s) is cst.ClassDef]
+        self.synchronizing_methods = self.summarise_methods(classes)
         self.summarise(functions)
         self.run_scope(FunctionModel("<module>", self.module), lambda i: i.run_module(self.module))
         for function in functions:
@@ -145,10 +150,7 @@ class _Builder:
                     continue
                 self._summary_runs[id(function)] = (interp, seen.seen)
                 summary = FunctionSummary()
-                summary.synchronizes = any(
-                    op.kind == OpKind.HOST_SYNC and op.sync_kind in ("device", "helper", "unknown")
-                    for op in model.ops
-                )
+                summary.synchronizes = any(_synchronizes(op) for op in model.ops)
                 summary.waits_for_current_stream = any(
                     op.kind == OpKind.HOST_SYNC
                     and op.sync_kind in ("blocking-read", "stream")
@@ -158,6 +160,47 @@ class _Builder:
                 )
                 summary.returns_current_stream = interp.returned_stream
                 self.summaries[function.name.value] = summary
+
+    def summarise_methods(self, classes: list[cst.ClassDef]) -> dict[str, frozenset[str]]:
+        """Which methods of the file's classes synchronize the device, for calls on an instance
+        (FluidMoE's ``with CommTimer() as timer: ...`` then ``timer.aggregate_ms()``, whose body
+        opens with ``torch.cuda.synchronize()``): the caller's events have completed after it.
+
+        Only methods whose text says ``synchronize`` are run, and :mod:`synclint.slicing` keeps a
+        class whose text says it when relevant code names the class. A class whose
+        ``__enter__`` returns something other than ``self`` is left out (``with C() as t`` would
+        not bind an instance), and so are decorated methods and methods nothing calls as
+        ``.name(``. Methods are summarised before the module's helpers, with none of their
+        summaries: a method that synchronizes only through a helper is not seen to."""
+        text = self.source if self.source is not None else self.module.code
+        found: dict[str, frozenset[str]] = {}
+        for cls in classes:
+            if "synchronize" not in self.code_for(cls.body):
+                continue
+            methods = [s for s in cls.body.body if type(s) is cst.FunctionDef]
+            if not all(_returns_self(m) for m in methods if m.name.value == "__enter__"):
+                continue
+            synchronizing = set()
+            for method in methods:
+                name = method.name.value
+                if (
+                    method.decorators
+                    or not method.params.params
+                    or f".{name}(" not in text
+                    or "synchronize" not in self.code_for(method.body)
+                ):
+                    continue
+                model = FunctionModel(f"{cls.name.value}.{name}", method, class_name=cls.name.value)
+                interp = self.interpreter(model, {}, summaries={})
+                try:
+                    interp.run_function(method, is_method=True)
+                except RecursionError:
+                    continue
+                if any(_synchronizes(op) for op in model.ops):
+                    synchronizing.add(name)
+            if synchronizing:
+                found[cls.name.value] = frozenset(synchronizing)
+        return found
 
     # -- functions ------------------------------------------------------------------------------
 
@@ -323,6 +366,22 @@ class _SeenSummaries:
         found = self._summaries.get(name, default)
         self.seen[name] = _facts(found)
         return found
+
+
+def _synchronizes(op) -> bool:
+    """Does ``op`` make the host wait for the whole device (what a helper's caller learns)?"""
+    return op.kind == OpKind.HOST_SYNC and op.sync_kind in ("device", "helper", "unknown")
+
+
+def _returns_self(method: cst.FunctionDef) -> bool:
+    """Does every ``return`` of ``method`` (there is one) give back its first parameter?"""
+    params = method.params.params
+    if not params:
+        return False
+    returns = returned_values(method)
+    return bool(returns) and all(
+        type(value) is cst.Name and value.value == params[0].name.value for value in returns
+    )
 
 
 def _facts(summary: Optional[FunctionSummary]) -> Optional[tuple[bool, bool, bool]]:
