@@ -20,10 +20,10 @@ along the only ways the model lets one definition's analysis depend on another's
 * a function that relevant text names is relevant: the model summarises module-level helpers for
   their callers (does it synchronize? return the current stream?), and SYN2xx rules follow event
   factories into them. A caller of a relevant helper only sees that summary, on which no rule
-  reports by itself, so callers are not kept for it; a class that relevant text names and whose
-  text says ``synchronize`` is relevant too: the model learns which of its methods synchronize,
-  for calls on its instances (``_Builder.summarise_methods``); other classes are never summarised
-  or followed;
+  reports by itself, so callers are not kept for it; a class that relevant text names is relevant
+  too when a method of it says ``synchronize`` and is called on something other than ``self``:
+  the model learns which such methods synchronize, for calls on the class's instances
+  (``_Builder.summarise_methods``); other classes are never summarised or followed;
 * a definition with an ``import`` that relevant text uses is relevant: import resolution reads
   imports at any depth;
 * a definition that names a relevant ``@contextmanager`` function is relevant: the model walks
@@ -267,7 +267,7 @@ def irrelevant_definitions(
             if unit.relevant:
                 continue
             helper = unit.node.name in mentioned and (
-                not isinstance(unit.node, ast.ClassDef) or "synchronize" in unit.text
+                not isinstance(unit.node, ast.ClassDef) or _synchronizes_for_others(unit, text, lines)
             )
             if (
                 helper
@@ -278,6 +278,25 @@ def irrelevant_definitions(
                 unit.relevant = changed = True
                 mentioned |= unit.words
     return frozenset(u.index for u in definitions if not u.relevant)
+
+
+def _synchronizes_for_others(unit: _Unit, text: str, lines: list[str]) -> bool:
+    """May the model take a method of this class for one that synchronizes the device when called
+    on an instance (``_Builder.summarise_methods``)? A method with no decorator and a parameter
+    that says ``synchronize``, called as ``.name(`` more often than as ``self.name(``."""
+    if "synchronize" not in unit.text:
+        return False
+    for node in unit.node.body:
+        if (
+            isinstance(node, ast.FunctionDef)
+            and not node.decorator_list
+            and node.args.args
+            and text.count(f".{node.name}(") > text.count(f"self.{node.name}(")
+        ):
+            start, end = statement_extent(node)
+            if any("synchronize" in line for line in lines[start - 1 : end]):
+                return True
+    return False
 
 
 def _is_context_manager(node: ast.stmt) -> bool:

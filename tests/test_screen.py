@@ -95,6 +95,14 @@ def test_a_clean_stream_function_passes_and_a_racy_one_is_flagged():
     assert [(d.code, d.span.start.line) for d in racy.diagnostics] == [("SYN101", 6), ("SYN101", 7)]
 
 
+def test_a_timer_class_whose_method_synchronizes_passes_the_screen():
+    """Learning which methods of a class synchronize (for calls on its instances) reads the mirror's
+    names, not a node's code: asking for a class body's code ended the screen for every file with
+    such a class, sending DeepSpeed's through libcst (a cold run a second slower)."""
+    path = ROOT / "fixtures" / "SYN203" / "ok_events_read_after_a_method_of_a_timer_instance_synchronizes.py"
+    assert _screened(path.read_text(encoding="utf-8"), str(path)) is False
+
+
 def test_a_construct_the_mirror_does_not_build_takes_the_ordinary_way(monkeypatch):
     def unsupported(tree, text, dropped=()):
         raise mirror.Unsupported("not built")

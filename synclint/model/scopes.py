@@ -166,28 +166,28 @@ class _Builder:
         (FluidMoE's ``with CommTimer() as timer: ...`` then ``timer.aggregate_ms()``, whose body
         opens with ``torch.cuda.synchronize()``): the caller's events have completed after it.
 
-        Only methods whose text says ``synchronize`` are run, and :mod:`synclint.slicing` keeps a
+        Only methods that name ``synchronize`` are run, and :mod:`synclint.slicing` keeps a
         class whose text says it when relevant code names the class. A class whose
         ``__enter__`` returns something other than ``self`` is left out (``with C() as t`` would
-        not bind an instance), and so are decorated methods and methods nothing calls as
-        ``.name(``. Methods are summarised before the module's helpers, with none of their
+        not bind an instance), and so are decorated methods and methods nothing but ``self``
+        calls (``.name(`` no more often than ``self.name(``). The node's code is not asked for:
+        on the screen's mirror that would end the screen for every file with a class. Methods are summarised before the module's helpers, with none of their
         summaries: a method that synchronizes only through a helper is not seen to."""
         text = self.source if self.source is not None else self.module.code
         found: dict[str, frozenset[str]] = {}
+        if "synchronize" not in text:
+            return found
         for cls in classes:
-            if "synchronize" not in self.code_for(cls.body):
-                continue
             methods = [s for s in cls.body.body if type(s) is cst.FunctionDef]
-            if not all(_returns_self(m) for m in methods if m.name.value == "__enter__"):
-                continue
             synchronizing = set()
             for method in methods:
                 name = method.name.value
                 if (
                     method.decorators
                     or not method.params.params
-                    or f".{name}(" not in text
-                    or "synchronize" not in self.code_for(method.body)
+                    # called on something other than `self` somewhere in the file
+                    or text.count(f".{name}(") <= text.count(f"self.{name}(")
+                    or not _names(method.body, "synchronize")
                 ):
                     continue
                 model = FunctionModel(f"{cls.name.value}.{name}", method, class_name=cls.name.value)
@@ -198,7 +198,8 @@ class _Builder:
                     continue
                 if any(_synchronizes(op) for op in model.ops):
                     synchronizing.add(name)
-            if synchronizing:
+            enters = [m for m in methods if m.name.value == "__enter__"]
+            if synchronizing and all(_returns_self(m) for m in enters):
                 found[cls.name.value] = frozenset(synchronizing)
         return found
 
@@ -371,6 +372,23 @@ class _SeenSummaries:
 def _synchronizes(op) -> bool:
     """Does ``op`` make the host wait for the whole device (what a helper's caller learns)?"""
     return op.kind == OpKind.HOST_SYNC and op.sync_kind in ("device", "helper", "unknown")
+
+
+class _NameFinder(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.found = True
+
+
+def _names(node: cst.CSTNode, name: str) -> bool:
+    """Does ``name`` occur in ``node`` as a name or an attribute's name?"""
+    finder = _NameFinder(name)
+    walk(node, finder)
+    return finder.found
 
 
 def _returns_self(method: cst.FunctionDef) -> bool:
