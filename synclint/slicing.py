@@ -280,20 +280,30 @@ def irrelevant_definitions(
     return frozenset(u.index for u in definitions if not u.relevant)
 
 
+def instantiated(name: str, has_bases: bool, text: str) -> bool:
+    """Does ``name(`` occur in ``text`` other than in its own ``class name(...):`` line? (One of
+    the conditions of ``_Builder.summarise_methods``, asked the same way here.)"""
+    return text.count(f"{name}(") > (1 if has_bases else 0)
+
+
 def _synchronizes_for_others(unit: _Unit, text: str, lines: list[str]) -> bool:
     """May the model take a method of this class for one that synchronizes the device when called
-    on an instance (``_Builder.summarise_methods``)? A method with no decorator and a parameter
-    that says ``synchronize``, called as ``.name(`` more often than as ``self.name(``."""
-    if "synchronize" not in unit.text:
+    on an instance (``_Builder.summarise_methods``)? The file calls the class (``C(`` outside its
+    ``class`` line), and a method with no decorator and a parameter says ``synchronize`` and is
+    called as ``.name(`` more often than as ``self.name(``."""
+    node = unit.node
+    if "synchronize" not in unit.text or not instantiated(
+        node.name, bool(node.bases or node.keywords), text
+    ):
         return False
-    for node in unit.node.body:
+    for method in node.body:
         if (
-            isinstance(node, ast.FunctionDef)
-            and not node.decorator_list
-            and node.args.args
-            and text.count(f".{node.name}(") > text.count(f"self.{node.name}(")
+            isinstance(method, ast.FunctionDef)
+            and not method.decorator_list
+            and method.args.args
+            and text.count(f".{method.name}(") > text.count(f"self.{method.name}(")
         ):
-            start, end = statement_extent(node)
+            start, end = statement_extent(method)
             if any("synchronize" in line for line in lines[start - 1 : end]):
                 return True
     return False

@@ -116,8 +116,8 @@ def test_a_class_whose_method_synchronizes_is_kept_for_code_that_names_it():
     """The model learns which methods of the file's classes synchronize, for calls on their
     instances: a timer class with no event of its own is kept when the timed code names it, so the
     end event its ``aggregate_ms()`` completed is not reported with slicing on (nor off); a class
-    that says nothing of synchronizing, or whose synchronizing method only ``self`` calls, is still
-    blanked."""
+    that says nothing of synchronizing, whose synchronizing method only ``self`` calls, or that
+    the file never calls, is still blanked."""
     timer = (
         "import torch\n"
         "\nclass CommTimer:\n    def aggregate_ms(self):\n"
@@ -125,12 +125,14 @@ def test_a_class_whose_method_synchronizes_is_kept_for_code_that_names_it():
         "\nclass Plain:\n    def f(self):\n        return 1\n"
         "\nclass Quiet:\n    def flush(self):\n        torch.cuda.synchronize()\n"
         "    def run(self):\n        self.flush()\n"
-        "\ndef timed(model, x):\n"
+        "\nclass Unmade:\n    def drain(self):\n        torch.cuda.synchronize()\n"
+        "\ndef timed(model, x, other: Unmade):\n"
         "    start = torch.cuda.Event(enable_timing=True)\n"
         "    end = torch.cuda.Event(enable_timing=True)\n"
         "    timer, plain, quiet = CommTimer(), Plain(), Quiet()\n"
         "    start.record()\n    model(x)\n    end.record()\n"
         "    {call}\n"
+        "    other.drain()\n"
         "    return start.elapsed_time(end)\n"
     )
     events = Trigger(("Event",))
@@ -138,10 +140,11 @@ def test_a_class_whose_method_synchronizes_is_kept_for_code_that_names_it():
     kept = sliced(text, ((events, None),))
     assert kept is not None and "class CommTimer" in kept
     assert "class Plain" not in kept and "class Quiet" not in kept  # `flush` is only self's
+    assert "class Unmade" not in kept  # the file never calls `Unmade(`
     assert assert_same(text, "timer.py") == []
     unsynchronized = timer.format(call="plain.f()")
     found = assert_same(unsynchronized, "timer.py")
-    assert [(d.code, d.span.start.line) for d in found] == [("SYN203", 26)]
+    assert [(d.code, d.span.start.line) for d in found] == [("SYN203", 31)]
 
 
 def test_classes_are_kept_whole():

@@ -37,6 +37,7 @@ from synclint.model.values import (
     holds_work,
 )
 from synclint.settings import AnalysisSettings
+from synclint.slicing import instantiated
 
 
 def build_module_model(
@@ -166,8 +167,8 @@ class _Builder:
         (FluidMoE's ``with CommTimer() as timer: ...`` then ``timer.aggregate_ms()``, whose body
         opens with ``torch.cuda.synchronize()``): the caller's events have completed after it.
 
-        Only methods that name ``synchronize`` are run, and :mod:`synclint.slicing` keeps a
-        class whose text says it when relevant code names the class. A class whose
+        Only methods that name ``synchronize`` are run, of classes the file calls (``C(``), and
+        :mod:`synclint.slicing` keeps such a class when relevant code names it. A class whose
         ``__enter__`` returns something other than ``self`` is left out (``with C() as t`` would
         not bind an instance), and so are decorated methods and methods nothing but ``self``
         calls (``.name(`` no more often than ``self.name(``). The node's code is not asked for:
@@ -178,6 +179,8 @@ class _Builder:
         if "synchronize" not in text:
             return found
         for cls in classes:
+            if not instantiated(cls.name.value, bool(cls.bases or cls.keywords), text):
+                continue
             methods = [s for s in cls.body.body if type(s) is cst.FunctionDef]
             synchronizing = set()
             for method in methods:
