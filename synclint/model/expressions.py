@@ -623,20 +623,26 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return self.i.new_storage(f"{storages[0].label}[]", node, origin="unknown", tensor=False)
         if storages:
             self.mark_tensor(storages)
-            if all(type(e.slice) is cst.Slice for e in node.slice) and (
-                len(storages) == 1 or isinstance(base, Alternatives)
-            ):
-                # A static slice: a view of a region of the base; of each base a name may be
-                # bound to (`self.comm_output` is `self.output` or a buffer of its own).
-                text = ",".join(self.i.model_code(e) for e in node.slice)
-                views = tuple(
-                    Storage(s.root.id, s.label, base=s, region=text, alloc_stream=s.alloc_stream,
-                            device=s.device)
-                    for s in storages
-                )
-                return views[0] if len(views) == 1 else Alternatives(views)
-            return base
+            views = self.slice_views(node, base, storages)
+            return base if views is None else views
         return None
+
+    def slice_views(self, node: cst.Subscript, base, storages: list):
+        """``x[a:b, :]``, a static slice: a view of a region of the base, of each base a name may
+        be bound to (``self.comm_output`` is ``self.output`` or a buffer of its own); None for any
+        other subscript. Two different slice texts of one buffer are taken for disjoint regions
+        (:meth:`Interpreter.access`), for a read (``x[n:]``) as for a store (``x[:n] = y``)."""
+        if not all(type(e.slice) is cst.Slice for e in node.slice) or not (
+            len(storages) == 1 or isinstance(base, Alternatives)
+        ):
+            return None
+        text = ",".join(self.i.model_code(e) for e in node.slice)
+        views = tuple(
+            Storage(s.root.id, s.label, base=s, region=text, alloc_stream=s.alloc_stream,
+                    device=s.device)
+            for s in storages
+        )
+        return views[0] if len(views) == 1 else Alternatives(views)
 
     # -- operators -------------------------------------------------------------------------------
 

@@ -895,7 +895,10 @@ class Interpreter:
                 self.keep_in_container(target.value, self.state.env[stmt_value.value + "[]"])
             base_storages = storages_of(base)
             if base_storages and any(s.root.tensor for s in base_storages):
-                self.exprs.tensor_op(stmt, reads=storages_of(value), writes=base_storages, inplace=True)
+                # `o[:n, :] = y` writes a region of `o` (`o[n:, :]` is another one).
+                views = self.exprs.slice_views(target, base, base_storages)
+                written = base_storages if views is None else storages_of(views)
+                self.exprs.tensor_op(stmt, reads=storages_of(value), writes=written, inplace=True)
             else:
                 # `bufs[k] = v` on a value never used as a tensor: a list or dict store on the host.
                 for storage in storages_of(value):
