@@ -20,7 +20,7 @@ from synclint.fixer import split_lines
 from synclint.output import Report, render, summary, use_color
 from synclint.pipeline import FileResult
 from synclint.project import Overrides, Project
-from synclint.runner import Job, run_job, run_jobs, start_fork_server
+from synclint.runner import Job, run_job, run_jobs, start_fork_server, stop_fork_server
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -135,10 +135,9 @@ def _needs_workers(options: CheckOptions) -> bool:
     return no_cache and any(os.path.isdir(p) for p in options.paths or (".",) if p != "-")
 
 
-def run_check(options: CheckOptions, out, err, fail) -> int:
-    warn = (lambda message: None) if options.quiet else (lambda message: err(f"warning: {message}"))
-    if _needs_workers(options):
-        start_fork_server()
+def _lint(options: CheckOptions, warn, fail) -> tuple[Project, list[Job], list]:
+    """Read the configuration, find the files and lint them: the project, the jobs and their
+    results."""
     try:
         project = Project(
             Overrides(options.select, options.extend_select, options.ignore, options.config)
@@ -150,11 +149,20 @@ def run_check(options: CheckOptions, out, err, fail) -> int:
         warn("no Python files found under the given paths")
     try:
         if len(jobs) > 1:
-            results = run_jobs(jobs, preloaded=True)
-        else:
-            results = [run_job(job) for job in jobs]
+            return project, jobs, run_jobs(jobs, preloaded=True)
+        return project, jobs, [run_job(job) for job in jobs]
     except ConfigError as error:
         raise fail(str(error)) from None
+
+
+def run_check(options: CheckOptions, out, err, fail) -> int:
+    warn = (lambda message: None) if options.quiet else (lambda message: err(f"warning: {message}"))
+    if _needs_workers(options):
+        start_fork_server()
+    try:
+        project, jobs, results = _lint(options, warn, fail)
+    finally:
+        stop_fork_server()
     errors = [message for result in results for message in result.errors]
     for result in results:
         for message in result.warnings:

@@ -85,16 +85,24 @@ def test_the_server_starts_first_only_when_workers_are_certain(project, cli, sta
 
 
 @needs_fork_server
-def test_a_cold_run_lints_in_workers_forked_from_the_server(tmp_path):
+def test_a_cold_run_lints_in_workers_forked_from_the_server_and_waits_for_it(tmp_path):
     example = ROOT / "examples" / "prefetcher.py"  # the README's example: one SYN101
     for index in range(40):  # past PARALLEL_THRESHOLD
         write(tmp_path / f"m{index:02d}.py", example.read_text(encoding="utf-8"))
     probe = (
-        "import sys\n"
+        "import resource, sys\n"
         "from multiprocessing import forkserver\n"
+        "import synclint.check_command as command\n"
         "from synclint.cli import run\n"
+        "real_stop = command.stop_fork_server\n"
+        "def stop():\n"
+        "    print('SERVER', forkserver._forkserver._forkserver_pid is not None, file=sys.stderr)\n"
+        "    real_stop()\n"
+        "command.stop_fork_server = stop\n"
         "status = run(sys.argv[1:])\n"
-        "print('SERVER', forkserver._forkserver._forkserver_pid is not None, file=sys.stderr)\n"
+        "print('STOPPED', forkserver._forkserver._forkserver_pid is None, file=sys.stderr)\n"
+        "children = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print('WAITED', children.ru_maxrss > 0, file=sys.stderr)\n"
         "sys.exit(status)\n"
     )
     args = ["check", "--no-cache", "--output-format", "json", "--select", "SYN101", "."]
@@ -109,6 +117,9 @@ def test_a_cold_run_lints_in_workers_forked_from_the_server(tmp_path):
     )
     assert run.returncode == 1, run.stderr[-2000:]
     assert "SERVER True" in run.stderr
+    # Stopped and waited for before the command returns: the workers' time and memory count as
+    # the command's (a benchmark reading `wait4` sees them), and no server outlives it.
+    assert "STOPPED True" in run.stderr and "WAITED True" in run.stderr
     findings = json.loads(run.stdout)
     per_file = {finding["filename"] for finding in findings}
     assert len(per_file) == 40 and len(findings) % 40 == 0
