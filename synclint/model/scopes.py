@@ -171,9 +171,10 @@ class _Builder:
         :mod:`synclint.slicing` keeps such a class when relevant code names it. A class whose
         ``__enter__`` returns something other than ``self`` is left out (``with C() as t`` would
         not bind an instance), and so are decorated methods and methods nothing but ``self``
-        calls (``.name(`` no more often than ``self.name(``). The node's code is not asked for:
-        on the screen's mirror that would end the screen for every file with a class. Methods are summarised before the module's helpers, with none of their
-        summaries: a method that synchronizes only through a helper is not seen to."""
+        calls (``.name(`` no more often than ``self.name(``). A node's code is not asked for: on
+        the screen's mirror that would end the screen for every file with a class. Methods are
+        summarised before the module's helpers, with none of their summaries: a method that
+        synchronizes only through a helper is not seen to."""
         text = self.source if self.source is not None else self.module.code
         found: dict[str, frozenset[str]] = {}
         if "synchronize" not in text:
