@@ -99,6 +99,9 @@ DEVICE_PRESENT = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialize
 #: Flags that say the program chose the GPU (``if args.use_cuda:``), read like ``DEVICE_PRESENT``:
 #: where they are false, the program runs on the CPU.
 DEVICE_CHOSEN_FLAGS = frozenset({"use_cuda", "use_gpu"})
+#: The same as plain variables only: ``tensor.is_cuda`` says where one tensor lives, not that
+#: nothing runs on the GPU where it is false.
+DEVICE_CHOSEN_NAMES = frozenset({"is_cuda", "on_cuda", "is_gpu", "on_gpu"})
 #: Functions that write tensors to a file: CUDA tensors are first copied to the host (blocking).
 #: ``torch.onnx.export`` also runs the model to trace it, then writes its weights.
 SERIALIZERS = frozenset(

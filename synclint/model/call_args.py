@@ -170,9 +170,11 @@ def is_flag_parameter(param: cst.Param) -> bool:
 
 def chooses_the_gpu(test: cst.BaseExpression) -> bool:
     """Is ``test`` the program's choice of the GPU, so that where it is false nothing runs on a
-    device? A flag named for it (``if args.use_cuda:``, ``if use_gpu:``), or the type of the
-    program's device (``if self.device.type == "cuda":``). Read like
+    device? A flag named for it (``if args.use_cuda:``, ``if use_gpu:``, a variable ``is_cuda``),
+    or the type of the program's device (``if self.device.type == "cuda":``, ``DEVICE.type``). Read like
     ``torch.cuda.is_available()`` (``api.DEVICE_PRESENT``)."""
+    if type(test) is cst.Name and test.value in api.DEVICE_CHOSEN_NAMES:
+        return True  # `is_cuda = device.type == "cuda"` (not `t.is_cuda`, one tensor's place)
     if type(test) in (cst.Name, cst.Attribute):
         name = dotted(test)
         return name is not None and name.rsplit(".", 1)[-1] in api.DEVICE_CHOSEN_FLAGS
@@ -185,4 +187,4 @@ def chooses_the_gpu(test: cst.BaseExpression) -> bool:
     if not (type(left) is cst.Attribute and left.attr.value == "type"):
         return False
     device = dotted(left.value)
-    return device is not None and device.rsplit(".", 1)[-1].endswith("device")
+    return device is not None and device.rsplit(".", 1)[-1].lower().endswith("device")

@@ -9,7 +9,6 @@ from typing import Optional
 import libcst as cst
 
 from synclint.model import api
-from synclint.model.bindings import Scope
 from synclint.model.call_args import (
     _SETTER_NAME,
     _STREAM_ONLY_METHODS,
@@ -393,9 +392,7 @@ class CallSemantics:
         ``name`` is a parameter, or the code walked now is a helper inlined into the scope."""
         if self.i.inline_stack:
             return None
-        if self.i.scope_bindings is None:
-            self.i.scope_bindings = Scope(self.i.model.node)
-        scope = self.i.scope_bindings
+        scope = self.i.scope()
         values = scope.bindings.get(name)
         if not values or name in scope.parameters:
             return None

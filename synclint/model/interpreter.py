@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Callable, Iterable, Optional
+from typing import Callable, Container, Iterable, Optional
 
 import libcst as cst
 
 from synclint.model import api
+from synclint.model.bindings import Scope
 from synclint.model.call_args import chooses_the_gpu, is_flag_parameter
 from synclint.model.context_managers import enter as enter_context_manager
 from synclint.model.expressions import item_keys
@@ -251,8 +252,11 @@ class Interpreter:
         #: in the same scope (``timer = CommTimer()`` ... ``timer.aggregate_ms()``): see
         #: ``_Builder.summarise_methods`` and ``Calls.instance_class``.
         self.synchronizing_methods: dict[str, frozenset[str]] = {}
-        #: The bindings of the scope being interpreted (built when first asked).
-        self.scope_bindings = None
+        #: Names the file assigns ``True`` or ``False`` (``x = False``), the only candidates of
+        #: :meth:`constant_switch`: a container (``_Builder`` searches the text).
+        self.bool_switches: Container[str] = frozenset()
+        #: The bindings of the scope being interpreted (:meth:`scope`, built when first asked).
+        self.scope_bindings: Optional[Scope] = None
         #: ``torch.cuda.ExternalStream(ptr)`` wraps a stream this file created (``_Builder``).
         self.external_streams_are_new = False
         #: The file names a GPU somewhere (``cuda``, ``nccl``, ``device``...): see
@@ -970,9 +974,44 @@ class Interpreter:
             for p in parts
         )
 
+    def scope(self) -> Scope:
+        """Every binding made in the function (or module) being interpreted, flow-insensitively."""
+        if self.scope_bindings is None:
+            self.scope_bindings = Scope(self.model.node)
+        return self.scope_bindings
+
+    def constant_switch(self, test: cst.BaseExpression) -> Optional[bool]:
+        """The value of an ``if`` test that is a local name every binding of which in the scope is
+        the same ``True`` or ``False`` (``side_stream = False`` ... ``if side_stream:``, a switch
+        edited by hand), or ``not`` such a name; None otherwise, and in helpers walked at a call
+        site (their names are not the scope's)."""
+        negated = False
+        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, negated = test.expression, not negated
+        if type(test) is not cst.Name or test.value not in self.bool_switches or self.inline_stack:
+            return None
+        scope = self.scope()
+        values = scope.bindings.get(test.value)
+        if not values or test.value in scope.parameters:
+            return None
+        constants = {v.value for v in values if type(v) is cst.Name and v.value in ("True", "False")}
+        if len(constants) != 1 or len(values) != sum(type(v) is cst.Name for v in values):
+            return None
+        return (constants.pop() == "True") != negated
+
     def st_If(self, stmt: cst.If) -> None:
         """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
         Each ``elif`` test is evaluated on the path where the earlier tests failed."""
+        switch = self.constant_switch(stmt.test)
+        if switch is not None:
+            # Only one arm can run: the other is dead code, whatever it does.
+            if switch:
+                self.suite(stmt.body)
+            elif type(stmt.orelse) is cst.If:
+                self.st_If(stmt.orelse)
+            elif stmt.orelse is not None:
+                self.suite(stmt.orelse.body)
+            return None
         flag_arms = self._flag_arms(stmt)
         if flag_arms is not None:
             return self._flag_branch(flag_arms)
@@ -1006,6 +1045,8 @@ class Interpreter:
                 failed_tests = self.state
                 self.state = failed_tests.copy()
                 self.guards.append(current.test)  # its text only if an `assert not` asks (costly)
+                if without_device and current is not stmt:
+                    self._nothing_on_the_device()  # what was issued before: vacuous here too
                 try:
                     self.suite(current.body)
                 finally:
@@ -1016,6 +1057,8 @@ class Interpreter:
                 self.state = failed_tests
                 current = current.orelse
             else:
+                if without_device:
+                    self._nothing_on_the_device()  # what was issued before: vacuous here too
                 if current is not None:
                     self.suite(current.body)
                 if without_device:

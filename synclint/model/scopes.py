@@ -84,6 +84,7 @@ class _Builder:
         #: ``cuStreamCreate``): an ``ExternalStream`` here wraps one of them, a new stream.
         self.creates_raw_streams = "StreamCreate" in text
         self.names_a_device = names_a_device(text)
+        self.bool_switches = _BoolSwitches(text)
         #: ``@contextmanager`` functions, walked where a ``with`` calls them.
         self.context_managers = {
             s.name.value: s
@@ -104,6 +105,7 @@ class _Builder:
         interp.file_names_a_device = self.names_a_device
         interp.context_managers = self.context_managers
         interp.synchronizing_methods = self.synchronizing_methods
+        interp.bool_switches = self.bool_switches
         if model.name.rsplit(".", 1)[-1] in self.thread_targets:
             interp.from_callers_stream = False
         self.interpreters.append(interp)
@@ -358,6 +360,26 @@ class _Builder:
         self.result.functions.append(interp.model)
         for nested in interp.nested:
             self.run_function(nested, name=f"{interp.model.name}.{nested.name.value}")
+
+
+class _BoolSwitches:
+    """``name in switches``: does the text set ``name`` to ``True`` or ``False`` somewhere
+    (``side_stream = False``, ``debug: bool = True``)? Asked only of names an ``if`` tests, and
+    answered by a plain text search (a regular expression over the file costs more)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.known: dict[str, bool] = {}
+
+    def __contains__(self, name: str) -> bool:
+        found = self.known.get(name)
+        if found is None:
+            text = self.text
+            found = self.known[name] = any(
+                f"{name}{spelling}" in text
+                for spelling in (" = False", " = True", ": bool = False", ": bool = True")
+            )
+        return found
 
 
 class _SeenSummaries:
