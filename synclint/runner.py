@@ -196,7 +196,7 @@ def fork_server():
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return None
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(WORKER_MODULES))
+    context.set_forkserver_preload([*WORKER_MODULES, "synclint.fork_server_exit"])
     return context
 
 

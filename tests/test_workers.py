@@ -103,6 +103,7 @@ def test_a_cold_run_lints_in_workers_forked_from_the_server_and_waits_for_it(tmp
         "print('STOPPED', forkserver._forkserver._forkserver_pid is None, file=sys.stderr)\n"
         "children = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "print('WAITED', children.ru_maxrss > 0, file=sys.stderr)\n"
+        "print('HOOKED', 'synclint.fork_server_exit' in sys.modules, file=sys.stderr)\n"
         "sys.exit(status)\n"
     )
     args = ["check", "--no-cache", "--output-format", "json", "--select", "SYN101", "."]
@@ -120,6 +121,22 @@ def test_a_cold_run_lints_in_workers_forked_from_the_server_and_waits_for_it(tmp
     # Stopped and waited for before the command returns: the workers' time and memory count as
     # the command's (a benchmark reading `wait4` sees them), and no server outlives it.
     assert "STOPPED True" in run.stderr and "WAITED True" in run.stderr
+    # The server's quick exit (`os._exit` at exit) is the server's alone: here it would cut
+    # this process's output short.
+    assert "HOOKED False" in run.stderr
     findings = json.loads(run.stdout)
     per_file = {finding["filename"] for finding in findings}
     assert len(per_file) == 40 and len(findings) % 40 == 0
+
+
+def test_the_fork_servers_quick_exit_does_nothing_outside_the_server():
+    """Imported by anything but the fork server (a documentation tool importing every module), the
+    quick-exit module registers nothing: output is flushed and the exit status kept."""
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys, synclint.fork_server_exit; print('flushed'); sys.exit(3)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (run.returncode, run.stdout) == (3, "flushed\n"), run.stderr
