@@ -4,6 +4,7 @@ suppressions, SYN002, fixes) never raises, whatever the input."""
 from __future__ import annotations
 
 import hypothesmith
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,12 +24,16 @@ def check_text(text: str) -> None:
         assert d.span.start.line >= 1 and d.span.start.column >= 1
 
 
+# hypothesmith compiles what it generates: CPython warns about its odd code (`1 is not 2`)
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
 @QUICK
 @given(hypothesmith.from_grammar())
 def test_grammar_generated_programs(source):
     check_text(source)
 
 
+# hypothesmith compiles what it generates: CPython warns about its odd code (`1 is not 2`)
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
 @QUICK
 @given(hypothesmith.from_node())
 def test_cst_generated_programs(source):
