@@ -21,6 +21,7 @@ from typing import Callable, Container, Iterable, Optional
 
 import libcst as cst
 
+from synclint.cstwalk import walk
 from synclint.model import api
 from synclint.model.bindings import Scope
 from synclint.model.call_args import chooses_the_gpu, is_flag_parameter
@@ -997,6 +998,8 @@ class Interpreter:
         constants = {v.value for v in values if type(v) is cst.Name and v.value in ("True", "False")}
         if len(constants) != 1 or len(values) != sum(type(v) is cst.Name for v in values):
             return None
+        if _declared_shared(self.model.node, test.value):
+            return None  # `global found` / a nested `nonlocal found`: set elsewhere too
         return (constants.pop() == "True") != negated
 
     def st_If(self, stmt: cst.If) -> None:
@@ -1468,6 +1471,26 @@ class Interpreter:
             h for h in self.model.lifetime_hazards
             if h.storage.tensor and not h.storage.on_host and not no_later_work(h)
         ]
+
+
+class _SharedNames(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found = False
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.found |= any(item.name.value == self.name for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.found |= any(item.name.value == self.name for item in node.names)
+
+
+def _declared_shared(scope: cst.CSTNode, name: str) -> bool:
+    """Is ``name`` declared ``global`` or ``nonlocal`` anywhere in ``scope``, nested functions
+    included? Then code out of the scope's own bindings may set it."""
+    finder = _SharedNames(name)
+    walk(scope, finder)
+    return finder.found
 
 
 def _item_hint(target: cst.BaseExpression, code) -> Optional[str]:
