@@ -286,6 +286,12 @@ def instantiated(name: str, has_bases: bool, text: str) -> bool:
     return text.count(f"{name}(") > (1 if has_bases else 0)
 
 
+def called_on_others(method: str, text: str) -> bool:
+    """Is ``.method(`` called in ``text`` on something other than ``self`` (more often than
+    ``self.method(``)? The other condition of ``_Builder.summarise_methods``, asked alike here."""
+    return text.count(f".{method}(") > text.count(f"self.{method}(")
+
+
 def _synchronizes_for_others(unit: _Unit, text: str, lines: list[str]) -> bool:
     """May the model take a method of this class for one that synchronizes the device when called
     on an instance (``_Builder.summarise_methods``)? The file calls the class (``C(`` outside its
@@ -301,7 +307,7 @@ def _synchronizes_for_others(unit: _Unit, text: str, lines: list[str]) -> bool:
             isinstance(method, ast.FunctionDef)
             and not method.decorator_list
             and method.args.args
-            and text.count(f".{method.name}(") > text.count(f"self.{method.name}(")
+            and called_on_others(method.name, text)
         ):
             start, end = statement_extent(method)
             if any("synchronize" in line for line in lines[start - 1 : end]):

@@ -172,6 +172,14 @@ class Scope:
         self.functions = collector.functions
 
     @cached_property
+    def shared(self) -> frozenset[str]:
+        """Names the scope, or a function nested in it, declares ``global`` or ``nonlocal``: code
+        outside the scope's own bindings may set them (``nonlocal found`` in a callback)."""
+        collector = _SharedNames()
+        walk(self.node, collector)
+        return frozenset(collector.names)
+
+    @cached_property
     def parameters(self) -> frozenset[str]:
         if type(self.node) is not cst.FunctionDef:
             return frozenset()
@@ -413,6 +421,17 @@ def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression] | Non
     except Unknown:
         return None
     return collector.values
+
+
+class _SharedNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.names.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.names.update(item.name.value for item in node.names)
 
 
 class _ReturnCollector(cst.CSTVisitor):

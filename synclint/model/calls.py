@@ -388,22 +388,14 @@ class CallSemantics:
     def instance_class(self, name: str) -> Optional[str]:
         """The class of this file ``name`` is an instance of, when every binding of ``name`` in the
         scope interpreted now makes one (``timer = CommTimer()``, ``with CommTimer() as timer``)
-        and the class has methods that synchronize; None when any binding is something else, or
-        ``name`` is a parameter, or the code walked now is a helper inlined into the scope."""
-        if self.i.inline_stack:
+        and the class has methods that synchronize (see ``Interpreter.local_bindings``)."""
+        values = self.i.local_bindings(name)
+        if values is None or not all(
+            type(v) is cst.Call and type(v.func) is cst.Name for v in values
+        ):
             return None
-        scope = self.i.scope()
-        values = scope.bindings.get(name)
-        if not values or name in scope.parameters:
-            return None
-        classes = {
-            value.func.value
-            for value in values
-            if type(value) is cst.Call and type(value.func) is cst.Name
-        }
-        if len(classes) != 1 or len(values) != sum(type(v) is cst.Call for v in values):
-            return None
-        (cls,) = classes
+        classes = {v.func.value for v in values}
+        cls = classes.pop() if len(classes) == 1 else None
         return cls if cls in self.i.synchronizing_methods else None
 
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):

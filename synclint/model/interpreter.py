@@ -21,7 +21,6 @@ from typing import Callable, Container, Iterable, Optional
 
 import libcst as cst
 
-from synclint.cstwalk import walk
 from synclint.model import api
 from synclint.model.bindings import Scope
 from synclint.model.call_args import chooses_the_gpu, is_flag_parameter
@@ -981,26 +980,35 @@ class Interpreter:
             self.scope_bindings = Scope(self.model.node)
         return self.scope_bindings
 
+    def local_bindings(self, name: str) -> Optional[list]:
+        """Every value ``name`` is bound to in the scope interpreted now, when they are all there
+        is to know; None for a parameter, a name the scope does not bind, one declared ``global``
+        or ``nonlocal`` (set elsewhere too), or in a helper walked at a call site (its names are
+        not the scope's)."""
+        if self.inline_stack:
+            return None
+        scope = self.scope()
+        values = scope.bindings.get(name)
+        if not values or name in scope.parameters or name in scope.shared:
+            return None
+        return values
+
     def constant_switch(self, test: cst.BaseExpression) -> Optional[bool]:
         """The value of an ``if`` test that is a local name every binding of which in the scope is
         the same ``True`` or ``False`` (``side_stream = False`` ... ``if side_stream:``, a switch
-        edited by hand), or ``not`` such a name; None otherwise, and in helpers walked at a call
-        site (their names are not the scope's)."""
+        edited by hand), or ``not`` such a name; None otherwise."""
         negated = False
         while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             test, negated = test.expression, not negated
-        if type(test) is not cst.Name or test.value not in self.bool_switches or self.inline_stack:
+        if type(test) is not cst.Name or test.value not in self.bool_switches:
             return None
-        scope = self.scope()
-        values = scope.bindings.get(test.value)
-        if not values or test.value in scope.parameters:
+        values = self.local_bindings(test.value)
+        if values is None or not all(type(v) is cst.Name for v in values):
             return None
-        constants = {v.value for v in values if type(v) is cst.Name and v.value in ("True", "False")}
-        if len(constants) != 1 or len(values) != sum(type(v) is cst.Name for v in values):
+        constants = {v.value for v in values}
+        if constants not in ({"True"}, {"False"}):
             return None
-        if _declared_shared(self.model.node, test.value):
-            return None  # `global found` / a nested `nonlocal found`: set elsewhere too
-        return (constants.pop() == "True") != negated
+        return (constants == {"True"}) != negated
 
     def st_If(self, stmt: cst.If) -> None:
         """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
@@ -1471,26 +1479,6 @@ class Interpreter:
             h for h in self.model.lifetime_hazards
             if h.storage.tensor and not h.storage.on_host and not no_later_work(h)
         ]
-
-
-class _SharedNames(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.found = False
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.found |= any(item.name.value == self.name for item in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.found |= any(item.name.value == self.name for item in node.names)
-
-
-def _declared_shared(scope: cst.CSTNode, name: str) -> bool:
-    """Is ``name`` declared ``global`` or ``nonlocal`` anywhere in ``scope``, nested functions
-    included? Then code out of the scope's own bindings may set it."""
-    finder = _SharedNames(name)
-    walk(scope, finder)
-    return finder.found
 
 
 def _item_hint(target: cst.BaseExpression, code) -> Optional[str]:

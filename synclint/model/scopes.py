@@ -37,7 +37,7 @@ from synclint.model.values import (
     holds_work,
 )
 from synclint.settings import AnalysisSettings
-from synclint.slicing import instantiated
+from synclint.slicing import called_on_others, instantiated
 
 
 def build_module_model(
@@ -185,14 +185,15 @@ class _Builder:
             if not instantiated(cls.name.value, bool(cls.bases or cls.keywords), text):
                 continue
             methods = [s for s in cls.body.body if type(s) is cst.FunctionDef]
+            if not all(_returns_self(m) for m in methods if m.name.value == "__enter__"):
+                continue
             synchronizing = set()
             for method in methods:
                 name = method.name.value
                 if (
                     method.decorators
                     or not method.params.params
-                    # called on something other than `self` somewhere in the file
-                    or text.count(f".{name}(") <= text.count(f"self.{name}(")
+                    or not called_on_others(name, text)
                     or not _names(method.body, "synchronize")
                 ):
                     continue
@@ -204,8 +205,7 @@ class _Builder:
                     continue
                 if any(_synchronizes(op) for op in model.ops):
                     synchronizing.add(name)
-            enters = [m for m in methods if m.name.value == "__enter__"]
-            if synchronizing and all(_returns_self(m) for m in enters):
+            if synchronizing:
                 found[cls.name.value] = frozenset(synchronizing)
         return found
 
