@@ -20,7 +20,8 @@ from synclint.fixer import split_lines
 from synclint.output import Report, render, summary, use_color
 from synclint.pipeline import FileResult
 from synclint.project import Overrides, Project
-from synclint.runner import Job, run_job, run_jobs, start_fork_server, stop_fork_server
+from synclint import fork_server
+from synclint.runner import Job, run_job, run_jobs
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -127,14 +128,6 @@ def _write_source(result: FileResult, original: bytes) -> None:
     sys.stdout.flush()
 
 
-def _needs_workers(options: CheckOptions) -> bool:
-    """Will the run certainly lint in worker processes, whatever discovery finds? When there is
-    no cache to answer from and a directory to walk (a directory of fewer Python files than
-    :data:`~synclint.runner.PARALLEL_THRESHOLD` is rare: the fork server it starts idles then)."""
-    no_cache = options.no_cache or options.mode != "check"
-    return no_cache and any(os.path.isdir(p) for p in options.paths or (".",) if p != "-")
-
-
 def _lint(options: CheckOptions, warn, fail) -> tuple[Project, list[Job], list]:
     """Read the configuration, find the files and lint them: the project, the jobs and their
     results."""
@@ -157,12 +150,12 @@ def _lint(options: CheckOptions, warn, fail) -> tuple[Project, list[Job], list]:
 
 def run_check(options: CheckOptions, out, err, fail) -> int:
     warn = (lambda message: None) if options.quiet else (lambda message: err(f"warning: {message}"))
-    if _needs_workers(options):
-        start_fork_server()
+    if fork_server.workers_certain(options.paths, options.no_cache or options.mode != "check"):
+        fork_server.start()  # the command line started it already; a library caller has not
     try:
         project, jobs, results = _lint(options, warn, fail)
     finally:
-        stop_fork_server()
+        fork_server.stop()
     errors = [message for result in results for message in result.errors]
     for result in results:
         for message in result.warnings:

@@ -176,6 +176,11 @@ def check(
     quiet,
 ) -> int:
     """Lint PATHS (files or directories; default: the current directory; `-`: standard input)."""
+    from synclint import fork_server
+
+    # Before the imports below (about 30 ms): the server's own imports take the other core.
+    if fork_server.workers_certain(paths, cache_off=no_cache or fix or diff):
+        fork_server.start()
     from synclint.check_command import CheckOptions, run_check
 
     options = CheckOptions(

@@ -1,7 +1,7 @@
-"""Imported by the fork server only (``runner.fork_server``): when told to stop, end the process
+"""Imported by the fork server only (:mod:`synclint.fork_server`): when told to stop, end the process
 at once instead of tearing the interpreter down.
 
-The command line waits for the server before it returns (``runner.stop_fork_server``), so that its
+The command line waits for the server before it returns (``fork_server.stop``), so that its
 workers' time and memory are accounted to the command; a normal interpreter shutdown, with libcst,
 the model and the rules loaded, took about 35 ms of that wait on a 1,100-file run. The server has
 nothing to flush or release: it only forks workers, which end with ``os._exit`` themselves (they

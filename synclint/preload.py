@@ -1,7 +1,7 @@
 """Everything a worker process needs to lint any file, imported by importing this module.
 
 The command line's workers fork from a server that imports this once (see
-:func:`synclint.runner.fork_server`), so none of them pays for it again: libcst alone takes a few
+:mod:`synclint.fork_server`), so none of them pays for it again: libcst alone takes a few
 hundred milliseconds, most of it building its node classes. ``tests/test_workers.py`` checks that
 linting any fixture, with every rule, in every mode, imports nothing this did not.
 """

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from synclint.fork_server import context as fork_server  # a global here: tests turn it off
 from synclint.pipeline import FileResult, FileSettings, decode, lint_bytes, lint_text
 
 #: Fewer files than this are linted in this process.
@@ -177,58 +178,6 @@ def _gc_tuned():
             gc.enable()
         if freeze:
             gc.unfreeze()
-
-
-#: What the fork server imports for its workers (:mod:`synclint.preload`).
-WORKER_MODULES = ("synclint.preload",)
-
-
-def fork_server():
-    """A multiprocessing context whose workers fork from one server process that imported
-    :data:`WORKER_MODULES`; None where the platform has no fork server (Windows).
-
-    Workers then start with everything imported, and the server's imports can overlap the
-    parent's discovery (:func:`start_fork_server`). What they do not inherit is the parent's
-    state: only what a :class:`Job` carries reaches them, which is all the command line passes
-    (library callers that register rules at run time keep plain forked workers)."""
-    import multiprocessing
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return None
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([*WORKER_MODULES, "synclint.fork_server_exit"])
-    return context
-
-
-def start_fork_server() -> None:
-    """Start the fork server now, in the background: the command line calls this first thing
-    when a run will need workers whatever it finds (no cache to answer from and a directory to
-    lint), so that the server imports while this process reads the configuration and walks the
-    tree. Failing here only means workers start later or not at all (see :func:`run_jobs`)."""
-    try:
-        if fork_server() is not None:
-            from multiprocessing import forkserver
-
-            forkserver.ensure_running()
-    except (OSError, RuntimeError, ImportError, ValueError):
-        pass
-
-
-def stop_fork_server() -> None:
-    """Stop the fork server this process started, if any, and wait for it to exit.
-
-    Its workers are its children, not this process's: until it has been waited for, their time
-    and memory count nowhere (``time``, ``wait4`` and benchmark tools would see only this
-    process), and it would outlive the command for a moment. It exits as soon as it is told, its
-    workers long gone. Uses the standard library's own way to stop it (``_stop``, private: where
-    it is missing or fails, the server exits by itself when this process does)."""
-    forkserver = sys.modules.get("multiprocessing.forkserver")
-    if forkserver is None:
-        return  # never imported, so never started (a warm run imports no multiprocessing)
-    try:
-        forkserver._forkserver._stop()  # noqa: SLF001 - see the docstring
-    except (AttributeError, OSError, ValueError):
-        pass
 
 
 def _size(job: Job) -> int:
