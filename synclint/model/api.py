@@ -225,6 +225,22 @@ METADATA = {
     "type",
 }
 
+#: Methods that set a flag on the host and return the object itself: ``model.eval()``,
+#: ``net.train(False)``, ``w.requires_grad_(False)`` launch no kernel and touch no data.
+HOST_FLAG_METHODS = frozenset({"eval", "train", "requires_grad_"})
+
+#: ``nn.Module`` methods that hand out the module's own tensors without any work:
+#: ``model.parameters()`` is the module's storage seen another way, not a new tensor.
+MODULE_TENSOR_ACCESSORS = frozenset(
+    {"parameters", "named_parameters", "buffers", "named_buffers", "state_dict"}
+)
+
+#: Modules whose classes are host objects that keep the tensors they are given:
+#: ``torch.optim.SGD(model.parameters())`` and its schedulers launch nothing when built (an
+#: optimizer's state is made in its first ``step()``), and later work through them is work on
+#: those tensors.
+TENSOR_HOLDER_MODULES = ("torch.optim.",)
+
 #: Tensor methods that copy device data to the host and block until it is there.
 BLOCKING_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__"}
 #: Builtins that turn a tensor into a host value (a blocking read for CUDA tensors).

@@ -254,7 +254,7 @@ class CallSemantics:
         if name == "torch.device":
             self.args(node)
             return HOST
-        if name in api.ALIASING_WRAPPERS:
+        if name in api.ALIASING_WRAPPERS or name.startswith(api.TENSOR_HOLDER_MODULES):
             storages = [s for v in self.args(node)[:1] for s in storages_of(v)]
             return storages[0] if storages else None
         if name.startswith("torch.cuda.") or name.startswith("torch.distributed."):

@@ -407,7 +407,11 @@ def _ancestor_ids(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode])
 
 def waits_for(sync: Op, work: Op) -> bool:
     """Is the host synchronization ``sync``, made after ``work``, one that waits for it: a
-    synchronization of every stream, or of the stream that ran it?"""
+    synchronization of every stream, or of the stream that ran it, or of an event whose every
+    possible recording came after it on its stream (or on a stream that had waited for it)?"""
+    if sync.sync_kind == "event":
+        key, seq = work.stream.key, work.seq
+        return bool(sync.recorded_by) and all(r.vc.get(key, 0) >= seq for r in sync.recorded_by)
     return sync.sync_kind in ALL_STREAM_SYNCS or (
         sync.sync_kind in ("stream", "blocking-read", "blocking-copy")
         and sync.target is not None

@@ -152,6 +152,10 @@ class KnownValueMethods:
             self.args(node)
             self.mark_tensor(storages)
             return HOST
+        if method in api.HOST_FLAG_METHODS or method in api.MODULE_TENSOR_ACCESSORS:
+            # `model.eval()`, `model.parameters()`: no work; the object itself, or its tensors.
+            self.args(node)
+            return receiver
         if method in ("chunk", "split", "unbind", "tensor_split"):
             self.args(node)
             self.mark_tensor(storages)
