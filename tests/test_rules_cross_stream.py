@@ -107,6 +107,29 @@ class LocalCopies:
     assert "written on the default stream (line 18)" not in d.message
 
 
+def test_syn101_one_finding_per_statement_that_reads_and_writes() -> None:
+    """A statement that reads one tensor and writes another on the side stream (`dst.copy_(src)`),
+    or reads and writes the same (`x[:n] = x[:n] + 1`), is one race to fix with one wait: one
+    finding, at the statement's first such access, naming both uses (batch 74 had two a line)."""
+    source = """\
+import torch
+
+def halves(x, dst, src):
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x[:4] = x[:4] + 1
+        dst.copy_(src.to(dst.device))
+    torch.cuda.current_stream().wait_stream(s)
+"""
+    found = lint(source, "SYN101")
+    assert [(d.span.start.line, d.span.start.column) for d in found] == [(6, 9), (7, 9)]
+    first, second = found
+    assert "`x` is produced on the default stream by the caller (parameter, line 3)" in first.message
+    assert "(line 6: `x` read, `x` written)" in first.message
+    assert "(line 7: `src` read, `dst` written)" in second.message
+    assert related_lines(second) == [3, 3]
+
+
 def test_syn101_data_describes_both_accesses() -> None:
     d = only(SIDE_READS_MAIN, "SYN101")
     assert d.data["hazard"] == "read-after-write" and d.data["tensor"] == "y"

@@ -77,16 +77,21 @@ class UnorderedCrossStreamAccess(Rule):
     requires_pattern = SIDE_STREAM_PATTERN
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
-        # One finding per access site and pair of streams, naming every tensor involved (a helper
-        # walked from several call sites is still one finding).
+        # One finding per statement and pair of streams, naming every tensor involved: a helper
+        # walked from several call sites is still one finding, and so is a statement that reads
+        # one tensor and writes another (`dst.copy_(src)`), or reads and writes one
+        # (`x[:n] = x[:n] + 1`). It is reported where the statement's first such access is.
         groups: dict[tuple, list[Hazard]] = {}
         for function in functions(ctx):
             for hazard in function.hazards:
                 if hazard.common_producer is not None:
                     continue
-                key = (id(hazard.second.node), hazard.first.stream.key, hazard.second.stream.key)
+                where = ctx.statement_lines(hazard.second.node)
+                key = (where, hazard.first.stream.key, hazard.second.stream.key)
                 groups.setdefault(key, []).append(hazard)
         for hazards in groups.values():
+            if len(hazards) > 1:
+                hazards.sort(key=lambda h: ctx.span(h.second.node).start)
             yield self.report(ctx, hazards)
 
     def report(self, ctx: RuleContext, hazards: list[Hazard]) -> Diagnostic:
@@ -95,8 +100,8 @@ class UnorderedCrossStreamAccess(Rule):
         line = ctx.line(second.node)
         names = list(dict.fromkeys(h.storage.label for h in hazards))
         before = _from_before_the_function(hazards)
-        if len(names) == 1 and len(hazards) == 1:
-            subject = first_clause(hazard, ctx)
+        if len(names) == 1 and all(h.first is hazard.first for h in hazards):
+            subject = first_clause(hazard, ctx)  # one tensor, one earlier access
         elif before is not None:
             # Every tensor comes from before the function started (attributes, containers): say
             # so, rather than cite the `def` line as where they were written.
