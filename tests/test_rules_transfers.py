@@ -150,6 +150,31 @@ def test_syn304_needs_a_pinned_buffer() -> None:
     assert (7, "SYN304") not in codes(source.format(pin=""))
 
 
+def test_syn304_says_whether_the_copy_in_flight_reads_or_writes_the_buffer() -> None:
+    """A copy back into the pinned buffer after the upload from it, on the same stream, is what
+    the host write races with last: the message and data say so, with the copy's line."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def step(d, s, i):
+            h = torch.empty(4, pin_memory=True)
+            with torch.cuda.stream(s):
+                d.copy_(h, non_blocking=True)
+                h.copy_(d, non_blocking=True)
+            h.fill_(i)
+        """
+    )
+    found = [d for d in lint_source(source) if d.code == "SYN304"]
+    assert [d.span.start.line for d in found] == [9]
+    assert "the `non_blocking=True` copy into it on stream `s` (line 8) may still be writing it" in found[0].message
+    assert found[0].data["first"] == {"stream": "s", "line": 8, "access": "write"}
+    upload_only = source.replace("        h.copy_(d, non_blocking=True)\n", "")
+    found = [d for d in lint_source(upload_only) if d.code == "SYN304"]
+    assert "copy from it on stream `s` (line 7) may still be reading it" in found[0].message
+    assert found[0].data["first"]["access"] == "read"
+
+
 def test_syn301_names_a_copy_destination_by_its_receiver():
     source = textwrap.dedent(
         """

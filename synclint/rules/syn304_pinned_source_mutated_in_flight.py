@@ -40,27 +40,43 @@ class PinnedSourceMutatedInFlight(Rule):
             for write in function.ops_of(OpKind.HOST_WRITE):
                 if id(write.site.node) in reported:
                     continue
-                copies = [a for a in in_flight_copies(write, "src") if a.storage.pinned is True]
-                if not copies:
-                    continue
-                reported.add(id(write.site.node))
-                yield self._report(ctx, write, copies[0])
+                # A copy from the buffer; or, as the model keeps only a stream's newest access, a
+                # copy into it (`h.copy_(d, non_blocking=True)` after the upload from `h`, on the
+                # same stream), which is as much in flight.
+                for role in ("src", "dst"):
+                    copies = [a for a in in_flight_copies(write, role) if a.storage.pinned is True]
+                    if copies:
+                        reported.add(id(write.site.node))
+                        yield self._report(ctx, write, copies[0], role)
+                        break
 
-    def _report(self, ctx: RuleContext, write, access) -> Diagnostic:
+    def _report(self, ctx: RuleContext, write, access, role: str) -> Diagnostic:
         copy_op = access.op.site
         label = access.storage.label
         fix_text = sync_text(copy_op.stream)
+        where = f"{copy_op.stream.label} (line {ctx.line(copy_op.node)})"
+        if role == "src":
+            race = (
+                f"the `non_blocking=True` copy from it on {where} may still be reading it: the "
+                "device may receive the new data or a mix"
+            )
+        else:
+            race = (
+                f"the `non_blocking=True` copy into it on {where} may still be writing it: the "
+                "copy may land after the host's write and replace it"
+            )
         message = (
-            f"the host writes pinned `{label}` while the `non_blocking=True` copy from it on "
-            f"{copy_op.stream.label} (line {ctx.line(copy_op.node)}) may still be reading it: the "
-            f"device may receive the new data or a mix; call `{fix_text}` (or synchronize an event "
-            "recorded after the copy) before refilling it"
+            f"the host writes pinned `{label}` while {race}; call `{fix_text}` (or synchronize an "
+            "event recorded after the copy) before refilling it"
         )
         return ctx.diagnostic(
             self,
             write.site.node,
             message,
-            related=[(copy_op.node, "non-blocking copy from the pinned buffer")],
+            related=[(copy_op.node, f"non-blocking copy {'from' if role == 'src' else 'into'} the pinned buffer")],
             fix=insert_sync(ctx, write.site.node, fix_text, Applicability.UNSAFE),
-            data=copy_vs_host_data(ctx, label, "host-write-during-copy", copy_op, "read", write.site.node, "write"),
+            data=copy_vs_host_data(
+                ctx, label, "host-write-during-copy", copy_op, "read" if role == "src" else "write",
+                write.site.node, "write",
+            ),
         )
