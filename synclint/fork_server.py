@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Iterable
+from collections.abc import Iterable
 
 #: What the fork server imports for its workers (:mod:`synclint.preload`).
 WORKER_MODULES = ("synclint.preload",)

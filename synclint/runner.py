@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
