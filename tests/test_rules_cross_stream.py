@@ -487,6 +487,34 @@ def test_syn104_fix_captures_the_stream_before_the_block() -> None:
     assert lint(text, "SYN104") == []
 
 
+def test_syn104_fix_of_a_wait_on_an_event_records_it_on_the_captured_stream() -> None:
+    """`s.wait_event(torch.cuda.current_stream().record_event())` inside `s`'s block: the fix
+    records the event on the stream captured before the block (it once passed the stream itself
+    to `wait_event`, which takes an event). An event recorded earlier in the block gets no fix."""
+    source = """\
+    import torch
+
+    def gather(table, ids):
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            side.wait_event(torch.cuda.current_stream().record_event())
+            rows = table.index_select(0, ids)
+        torch.cuda.current_stream().wait_stream(side)
+        return rows
+    """
+    d = only(source, "SYN104")
+    assert "record the event on it" in d.message
+    text = fixed(source, d)
+    assert "side.wait_event(producer_stream.record_event())" in text
+    assert lint(text, "SYN104") == []
+    recorded_first = source.replace(
+        "side.wait_event(torch.cuda.current_stream().record_event())",
+        "done = torch.cuda.Event()\n            done.record()\n            side.wait_event(done)",
+    )
+    d = only(recorded_first, "SYN104")
+    assert d.fix is None and "capture the intended stream before the block" in d.message
+
+
 def test_syn104_record_stream_of_the_allocating_stream_is_flagged() -> None:
     source = """\
     import torch

@@ -66,7 +66,10 @@ class KnownValueMethods:
                 event = EventValue(f"event@{len(i.model.ops)}", "the recorded event", False, node,
                                    conditional=bool(i.guards))
                 self.state.born = self.state.born | {event.key}  # see `join`: made on this path
-            op = i.emit(OpKind.RECORD_EVENT, node, stream=stream, event=event, target=stream)
+            # `torch.cuda.current_stream().record_event()` records on whatever stream is current,
+            # like `event.record()`: SYN104 tells such recordings from a stream named on purpose.
+            op = i.emit(OpKind.RECORD_EVENT, node, stream=stream, event=event, target=stream,
+                        arg_is_current_stream=self.is_current_stream_call(node.func.value))
             i.record_event(event, stream, op)
             return event
         if method == "synchronize":

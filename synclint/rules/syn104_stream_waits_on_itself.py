@@ -23,6 +23,14 @@ from synclint.rules.base import FixKind, Rule, RuleContext
 CAPTURED = "producer_stream"
 
 
+def _recorded_on_the_current_stream(record: Op) -> bool:
+    """Was the event recorded on whatever stream was current (``event.record()``,
+    ``torch.cuda.current_stream().record_event()``), rather than on a stream the code names
+    (``event.record(self.stream)``)? Waiting inside that stream's block on an event recorded there
+    by name is a redundant wait, not a wait meant for another stream."""
+    return record.target is None or record.arg_is_current_stream
+
+
 class StreamWaitsOnItself(Rule):
     code = "SYN104"
     name = "stream-waits-on-itself"
@@ -51,6 +59,7 @@ class StreamWaitsOnItself(Rule):
                     op.kind == OpKind.WAIT_EVENT
                     and op.recorded_by
                     and all(r.stream.key == op.stream.key for r in op.recorded_by)
+                    and any(_recorded_on_the_current_stream(r) for r in op.recorded_by)
                 ):
                     what = (
                         f"{op.stream.label} waits for an event recorded on {op.stream.label} itself"
@@ -75,10 +84,19 @@ class StreamWaitsOnItself(Rule):
         if CAPTURED in ctx.source:
             return None
         argument = call.args[0].value
+        if op.kind == OpKind.WAIT_EVENT:
+            # Only `s.wait_event(torch.cuda.current_stream().record_event())`: record on the
+            # captured stream instead. An event recorded elsewhere (`done.record()`) is not a
+            # stream to pass, and what it was meant to cover is not known.
+            made_here = [r for r in op.recorded_by if r.node is argument and r.arg_is_current_stream]
+            if not made_here or type(argument.func) is not cst.Attribute:
+                return None
+            argument = argument.func.value
         insert = ctx.insert_before_statement(block, f"{CAPTURED} = {current}", "", Applicability.UNSAFE)
         replace = Edit(ctx.span(argument), CAPTURED)
+        use = "record the event on it" if op.kind == OpKind.WAIT_EVENT else f"pass `{CAPTURED}`"
         return Fix(
-            f"capture `{CAPTURED} = {current}` before the `with` block and pass `{CAPTURED}`",
+            f"capture `{CAPTURED} = {current}` before the `with` block and {use}",
             Applicability.UNSAFE,
             insert.edits + (replace,),
         )
