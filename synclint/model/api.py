@@ -241,6 +241,11 @@ MODULE_TENSOR_ACCESSORS = frozenset(
 #: those tensors.
 TENSOR_HOLDER_MODULES = ("torch.optim.",)
 
+#: Operations whose output size depends on the data (``x.nonzero()``, ``torch.unique(x)``,
+#: ``torch.where(mask)`` with one argument): on CUDA the size is copied to the host first, so the
+#: host waits for the current stream, as for ``.item()``.
+SIZE_FROM_DATA = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
+
 #: Tensor methods that copy device data to the host and block until it is there.
 BLOCKING_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__"}
 #: Builtins that turn a tensor into a host value (a blocking read for CUDA tensors).

@@ -545,6 +545,11 @@ class CallSemantics:
         if out_storages:
             self.tensor_op(node, reads=[s for s in storages if s not in out_storages], writes=out_storages)
             return out_storages[0]
+        short = name.rsplit(".", 1)[-1]
+        if short in api.SIZE_FROM_DATA or (short == "where" and len(node.args) == 1 and not node.args[0].star):
+            # Its argument is a tensor, wherever it was made: as for `.item()` on a value of
+            # unknown kind, the host waits for the current stream.
+            return self.size_from_data(node, storages, hint)
         if not storages:
             device_node = _keyword(node, "device")
             # Only factories default to the CPU; `torch.stack([...])` of unknown values may be anywhere.

@@ -273,6 +273,16 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 self.i.access(op, storage, "read")
             self.sync_stream(node, self.state.current, "blocking-read")
 
+    def size_from_data(self, node: cst.CSTNode, storages: list[Storage], hint: Optional[str]):
+        """``x.nonzero()``, ``torch.unique(x)``: tensor work on the current stream whose output
+        size the host reads before the call returns; for a device tensor, a wait for the current
+        stream, like a blocking read."""
+        result = self.tensor_op(node, reads=storages, result_label=hint or "<expr>",
+                                device="same" if storages else None)
+        if not storages or any(not s.on_host for s in storages):
+            self.sync_stream(node, self.state.current, "blocking-read")
+        return result
+
     def sync_stream(self, node: cst.CSTNode, stream: StreamValue, kind: str) -> None:
         self.i.emit(OpKind.HOST_SYNC, node, target=stream, sync_kind=kind)
         self.i.host_sees(self.i.stream_now(stream))
@@ -609,6 +619,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             if not any(s.tensor for s in index_storages):
                 # `x[idx]` with an index of unknown kind: read x here, but `idx` may be an int.
                 return self.tensor_op(node, reads=storages, result_label="<expr>")
+            if len(node.slice) == 1 and type(getattr(node.slice[0].slice, "value", None)) is cst.Comparison:
+                # `x[owner == g]`: a boolean mask selects as many elements as it holds true.
+                return self.size_from_data(node, storages + index_storages, "<expr>")
             # Advanced indexing with a tensor: a gather, i.e. a new tensor.
             return self.tensor_op(node, reads=storages + index_storages, result_label="<expr>")
         if storages and not any(s.root.tensor for s in storages) and not any(

@@ -207,6 +207,10 @@ class KnownValueMethods:
             given = [s for v in values for s in storages_of(v)]  # a tensor `fill_value`
             return self.tensor_op(node, reads=given, result_label=hint or "<expr>",
                                   device=self._device_like(node, storages))
+        if method in api.SIZE_FROM_DATA:
+            arg_storages = [s for v in self.args(node) for s in storages_of(v)]
+            self.mark_tensor(storages)
+            return self.size_from_data(node, storages + arg_storages, hint)
         if method == "copy_":
             return self.copy_into(node, storages)
         if method in api.TRANSFER_METHODS:
