@@ -35,6 +35,19 @@ def subtracts_from(clock: cst.CSTNode, parents) -> bool:
     )
 
 
+def accumulated(clock: cst.CSTNode, parents) -> bool:
+    """Is the reading at ``clock`` the end of a delta added into a total (``time_tot +=
+    time.time() - t0``, perhaps scaled)? Summed over a loop's iterations, such deltas measure the
+    loop as a whole, less the gaps between them."""
+    parent = parents.get(clock)
+    if not (type(parent) is cst.BinaryOperation and type(parent.operator) is cst.Subtract):
+        return False
+    node, parent = parent, parents.get(parent)
+    while type(parent) is cst.BinaryOperation:
+        node, parent = parent, parents.get(parent)
+    return type(parent) is cst.AugAssign and type(parent.operator) is cst.AddAssign and parent.value is node
+
+
 def bound_key(clock: cst.CSTNode, parents) -> str | None:
     """What a reading is assigned to, dotted (``t0``, ``self._t0``), if it is: directly, or as one
     branch of a conditional expression whose other branch is no reading (``t0 =

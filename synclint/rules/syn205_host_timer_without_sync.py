@@ -32,6 +32,7 @@ from synclint.model.file_facts import ancestors, parent_map
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
 from synclint.rules._common import functions, torch_name
 from synclint.rules._intervals import (
+    accumulated,
     Subtractions,
     interval_starts,
     measures_submission,
@@ -211,7 +212,11 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
       ``t1 = time_synchronized()`` at the top of the body, as in YOLO's ``detect.py``);
     - the interval starts before the loop, or later in the body (the previous iteration), and ends
       inside it: a training loop reporting throughput every few steps, with ``loss.item()`` on
-      every step (fms-fsdp's ``train``).
+      every step (fms-fsdp's ``train``);
+    - the interval lies inside one iteration but its delta is added into a total
+      (``time_tot += time.time() - t0``, TGL's ``train``), and the synchronization comes after
+      the start reading: what one iteration leaves running is waited for inside the next one's
+      interval, so the total is the loop's time less the gaps between iterations.
 
     A synchronization written as one counts, and a blocking read (``.item()``, ``.tolist()``) of a
     device tensor; a blocking copy (``x.cuda()`` of a batch) does not, since its source may
@@ -220,23 +225,31 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
     around_end = {id(a) for a in ancestors(ctx, end.node)}
     first, second = source_order(start.node), source_order(end.node)
     starts_later_in_body = first is not None and second is not None and first > second
-    around_syncs = [
-        {id(a) for a in ancestors(ctx, s.node)}
-        for s in function.ops_of(OpKind.HOST_SYNC)
+    anchors = [
+        s for s in function.ops_of(OpKind.HOST_SYNC)
         if s.sync_kind in _LOOP_ANCHORS
         and waits_for(s, work)
         and dominates(s.node, work.node, parents)
     ]
+    around_syncs = [{id(a) for a in ancestors(ctx, s.node)} for s in anchors]
+    summed = accumulated(end.node, parents)
     for loop in ancestors(ctx, work.node):
         if isinstance(loop, (cst.FunctionDef, cst.Lambda)):
             return False
         if not isinstance(loop, (cst.For, cst.While)):
             continue
+        syncs = around_syncs
         if id(loop) in around_start or id(loop) in around_end:
             ends_inside = id(loop) in around_end
-            if not (ends_inside and (id(loop) not in around_start or starts_later_in_body)):
+            if ends_inside and id(loop) in around_start and not starts_later_in_body and summed:
+                # Only a synchronization after the start reading is inside an interval.
+                syncs = [
+                    around for s, around in zip(anchors, around_syncs)
+                    if (source_order(s.node) or -1) > (first if first is not None else 1 << 60)
+                ]
+            elif not (ends_inside and (id(loop) not in around_start or starts_later_in_body)):
                 continue
-        if any(id(loop.body) in around for around in around_syncs):
+        if any(id(loop.body) in around for around in syncs):
             return True
     return False
 
