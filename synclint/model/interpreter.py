@@ -742,6 +742,13 @@ class Interpreter:
         self.exprs.stored_node = stmt.value
         value = self.exprs.ev(stmt.value) if stmt.value is not None else None
         returned = storages_of(value)
+        if type(stmt.value) is cst.Name and stmt.value.value in self._stored_items:
+            # `out[k] = v.to("cuda", non_blocking=True)` on a side stream, then `return out`:
+            # the dict's items are handed to the caller with it.
+            env = self.state.env
+            returned = returned + [
+                s for key in sorted(self._stored_items[stmt.value.value]) for s in storages_of(env.get(key))
+            ]
         self.returned_storages.extend(returned)
         # A `Work` returned is the caller's to wait on (`return work, output`), as one an unknown
         # callee took: its collective is not left open for the class's other methods.
