@@ -246,6 +246,20 @@ TENSOR_HOLDER_MODULES = ("torch.optim.",)
 #: host waits for the current stream, as for ``.item()``.
 SIZE_FROM_DATA = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
 
+#: Methods of ``str`` that no tensor has, and no model either: a value they are called on is host
+#: text (``model.transcribe(x)["text"].strip()``), whatever it was taken for. (Not ``encode``,
+#: ``decode``, ``translate``, ``join``, ``replace``, ``format`` or ``partition``: models, threads
+#: and other objects have methods of those names.)
+STR_METHODS = frozenset(
+    {
+        "capitalize", "casefold", "endswith", "expandtabs", "isalnum", "isalpha", "isascii",
+        "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isprintable", "isspace",
+        "istitle", "isupper", "ljust", "lower", "lstrip", "removeprefix", "removesuffix", "rfind",
+        "rindex", "rjust", "rsplit", "rstrip", "splitlines", "startswith", "strip", "swapcase",
+        "upper", "zfill",
+    }
+)
+
 #: Tensor methods that copy device data to the host and block until it is there.
 BLOCKING_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__"}
 #: Builtins that turn a tensor into a host value (a blocking read for CUDA tensors).

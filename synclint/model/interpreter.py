@@ -909,7 +909,14 @@ class Interpreter:
                 # `o[:n, :] = y` writes a region of `o` (`o[n:, :]` is another one).
                 views = self.exprs.slice_views(target, base, base_storages)
                 written = base_storages if views is None else storages_of(views)
-                self.exprs.tensor_op(stmt, reads=storages_of(value), writes=written, inplace=True)
+                sources = storages_of(value)
+                direction = _store_direction(sources, written)
+                if direction is not None:
+                    # `host[:] = gpu_tensor`: a copy between the host and the device, done the
+                    # blocking way (as `host.copy_(gpu_tensor)`).
+                    self.exprs._copy_op(stmt, sources[0], written[0], False, direction)
+                else:
+                    self.exprs.tensor_op(stmt, reads=sources, writes=written, inplace=True)
             else:
                 # `bufs[k] = v` on a value never used as a tensor: a list or dict store on the host.
                 for storage in storages_of(value):
@@ -1513,6 +1520,19 @@ def _enumerated(stmt: cst.For):
     ):
         return None
     return target.elements[0].value, target.elements[1].value, call.args[0].value
+
+
+def _store_direction(sources: list, destinations: list) -> Optional[str]:
+    """``"d2h"`` or ``"h2d"`` when a store (``dst[...] = src``) copies one known CPU tensor from or
+    to one known CUDA tensor; None for anything else (a kernel on the current stream)."""
+    if len(sources) != 1 or len(destinations) != 1:
+        return None
+    src, dst = sources[0].root.device, destinations[0].root.device
+    if src == "cuda" and dst == "cpu":
+        return "d2h"
+    if src == "cpu" and dst == "cuda":
+        return "h2d"
+    return None
 
 
 def _name_fresh(value, name: str) -> None:

@@ -155,6 +155,10 @@ class KnownValueMethods:
             self.args(node)
             self.mark_tensor(storages)
             return HOST
+        if method in api.STR_METHODS:
+            # `result["text"].strip()`: text on the host, not tensor work.
+            self.args(node)
+            return HOST
         if method in api.HOST_FLAG_METHODS or method in api.MODULE_TENSOR_ACCESSORS:
             # `model.eval()`, `model.parameters()`: no work; the object itself, or its tensors.
             self.args(node)
