@@ -914,7 +914,7 @@ class Interpreter:
                 if direction is not None:
                     # `host[:] = gpu_tensor`: a copy between the host and the device, done the
                     # blocking way (as `host.copy_(gpu_tensor)`).
-                    self.exprs._copy_op(stmt, sources[0], written[0], False, direction)
+                    self.exprs.emit_copy(stmt, sources[0], written[0], False, direction)
                 else:
                     self.exprs.tensor_op(stmt, reads=sources, writes=written, inplace=True)
             else:

@@ -266,10 +266,12 @@ class KnownValueMethods:
             self.host_access(node, sources, "read") if sources else None
             self.host_access(node, destinations, "write")
             return dst
-        self._copy_op(node, src, dst, non_blocking, direction)
+        self.emit_copy(node, src, dst, non_blocking, direction)
         return dst
 
-    def _copy_op(self, node, src: Optional[Storage], dst: Storage, non_blocking: bool, direction: str) -> Op:
+    def emit_copy(self, node, src: Optional[Storage], dst: Storage, non_blocking: bool, direction: str) -> Op:
+        """A copy from ``src`` to ``dst`` on the current stream (``copy_``, ``.to()``, a store
+        ``host[:] = gpu``), and the host's wait when it is a blocking copy to or from the host."""
         i = self.i
         reads = (src,) if src is not None else ()
         op = i.emit(OpKind.COPY, node, reads=reads, writes=(dst,),
@@ -339,7 +341,7 @@ class KnownValueMethods:
         if direction == "h2h":
             self.host_access(node, [src], "read")
             return result
-        self._copy_op(node, src, result, non_blocking, direction)
+        self.emit_copy(node, src, result, non_blocking, direction)
         return result
 
 
