@@ -260,6 +260,16 @@ STR_METHODS = frozenset(
     }
 )
 
+#: Host threads and processes: building one runs nothing yet, and the object is no tensor
+#: (``worker.join()`` waits for host code); what it is handed it keeps for its target.
+HOST_WORKERS = frozenset(
+    {
+        "threading.Thread", "threading.Timer", "multiprocessing.Process",
+        "torch.multiprocessing.Process", "concurrent.futures.ThreadPoolExecutor",
+        "concurrent.futures.ProcessPoolExecutor",
+    }
+)
+
 #: Tensor methods that copy device data to the host and block until it is there.
 BLOCKING_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__"}
 #: Builtins that turn a tensor into a host value (a blocking read for CUDA tensors).

@@ -354,6 +354,9 @@ class CallSemantics:
             return HOST
         values = self.args(node)
         self.handed_to_unknown(node, values, name)
+        if name in api.HOST_WORKERS:
+            self.kept(values)  # `Thread(target=f, args=(grads,))`: for the thread, later
+            return HOST
         storages = [s for v in values for s in storages_of(v)]
         if not storages:
             return None
@@ -399,6 +402,9 @@ class CallSemantics:
         return cls if cls in self.i.synchronizing_methods else None
 
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
+        if receiver is None and method[:1].isupper() and self.i.resolver.qualify(func) in api.HOST_WORKERS:
+            self.kept(self.args(node))  # `threading.Thread(target=f, args=(grads,))`
+            return HOST
         if method == "cpu" and receiver is None and not node.args:
             # `outputs[k + 1].cpu()` on a value of unknown kind: only tensors and modules have
             # `.cpu()`, and on a GPU one it is a blocking copy that waits for the current stream
