@@ -144,8 +144,9 @@ def _local_never_read_again(
     ctx: RuleContext, receiver: cst.BaseExpression, statement: cst.Expr
 ) -> bool:
     """Is the receiver a local variable of the enclosing function (bound there, not a parameter,
-    global or captured name) that no later statement names, and not inside a loop that names it
-    again? The bug this rule is for is code that goes on to use the tensor as if it had moved;
+    global or captured name), or a script's top-level variable no function or class names, that
+    no later statement reads (a store, or a question about its shape, reads nothing that the move
+    changes), and not inside a loop that reads it again? The bug this rule is for is code that goes on to use the tensor as if it had moved;
     when nothing uses it again, the statement is run for what the copy does (a profiler test's
     device-to-host copy, a synchronization), and nothing can go wrong."""
     if type(receiver) is not cst.Name:
@@ -155,16 +156,21 @@ def _local_never_read_again(
     for ancestor in ctx.positions.ancestors(statement):
         if isinstance(ancestor, (cst.For, cst.While)):
             loop = ancestor  # the outermost loop in the function: all of it may run again
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             function = ancestor
             break
-    if type(function) is not cst.FunctionDef:
-        return False
     references = _NameUses(receiver.value)
-    walk(function.params, references)
-    if references.names:
-        return False  # a parameter: the caller may use it again
-    walk(function.body, references)
+    if function is None:
+        # A script's top-level statement (a transfer benchmark): its variable is the module's,
+        # and a function or class of the module that names it counts as naming it elsewhere.
+        walk(ctx.module, references)
+    elif type(function) is cst.FunctionDef:
+        walk(function.params, references)
+        if references.names:
+            return False  # a parameter: the caller may use it again
+        walk(function.body, references)
+    else:
+        return False
     if references.elsewhere or not references.bound:
         return False
     here = source_order(statement)
@@ -172,8 +178,8 @@ def _local_never_read_again(
     if here is None or start is None:
         return False
     for name in references.names:
-        if name is receiver:
-            continue
+        if name is receiver or id(name) in references.stores:
+            continue  # a store (`image = ...` in the next turn) reads nothing
         at = source_order(name)
         if at is None or at > here or at > start:
             return False  # named later, or earlier in a loop that comes back to it
@@ -189,6 +195,7 @@ class _NameUses(cst.CSTVisitor):
     def __init__(self, name: str) -> None:
         self.name = name
         self.names: list[cst.Name] = []
+        self.stores: set[int] = set()  # ids of the names that are only rebound
         self.bindings: list[cst.BaseExpression] = []
         self.bound = False
         self.elsewhere = False
@@ -201,6 +208,8 @@ class _NameUses(cst.CSTVisitor):
             self.names.append(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if type(node.value) is cst.Name and node.attr.value in _SAME_ON_ANY_DEVICE:
+            return False  # `x.shape`, `x.nelement()`: the same answer wherever `x` is
         walk(node.value, self)  # `x.name` does not name `name`
         return False
 
@@ -217,6 +226,11 @@ class _NameUses(cst.CSTVisitor):
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         if type(node.target) is cst.Name and node.target.value == self.name:
             self.bound = True
+            self.stores.add(id(node.target))
+
+    def visit_For(self, node: cst.For) -> None:
+        if type(node.target) is cst.Name and node.target.value == self.name:
+            self.stores.add(id(node.target))
 
     def visit_Global(self, node: cst.Global) -> None:
         if any(item.name.value == self.name for item in node.names):
@@ -243,6 +257,17 @@ class _NameUses(cst.CSTVisitor):
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.depth -= 1
+
+
+#: Tensor attributes and methods whose answer does not depend on the device (not ``device``,
+#: ``is_cuda``, ``get_device``, ``type()``, ``data_ptr()``).
+_SAME_ON_ANY_DEVICE = frozenset(
+    {
+        "shape", "size", "dtype", "numel", "dim", "ndim", "ndimension", "nelement",
+        "element_size", "nbytes", "itemsize", "stride", "is_contiguous", "is_floating_point",
+        "layout", "requires_grad",
+    }
+)
 
 
 def _plain(node: cst.BaseExpression) -> bool:
