@@ -256,7 +256,11 @@ def unseen_cuda_work(
     if parents is None or not unseen:
         return unseen
     syncs = [op for op in between if op.kind == OpKind.HOST_SYNC]
-    return [op for op in unseen if not any(_synchronizes(s, op, parents) for s in syncs)]
+    return [
+        op for op in unseen
+        if not any(_synchronizes(s, op, parents) for s in syncs)
+        and not _every_arm_synchronizes(op, syncs, parents)
+    ]
 
 
 def _synchronizes(sync: Op, work: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
@@ -264,6 +268,61 @@ def _synchronizes(sync: Op, work: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]
     if sync.index <= work.index or not waits_for(sync, work):
         return False
     return dominates(sync.node, work.node, parents) or flag_guarded(sync.node, work.node, parents)
+
+
+def _every_arm_synchronizes(
+    work: Op, syncs: list[Op], parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """Is ``work`` followed by an ``if``/``elif``/``else`` that runs whenever it does and whose
+    every arm waits for it (``if top3: y = y.topk(3)[1].cpu() else: y = y.max(0)[1].cpu()``)?
+    No one synchronization covers every path then, but every path has one."""
+    covering = [s for s in syncs if s.index > work.index and waits_for(s, work)]
+    if len(covering) < 2:
+        return False
+    around_work = _ancestor_ids(work.node, parents)
+    for sync in covering:
+        node = parents.get(sync.node)
+        while node is not None and not isinstance(node, (cst.FunctionDef, cst.Module)):
+            if id(node) in around_work:
+                break  # the work is inside: this construct does not follow it
+            if type(node) is cst.If and _arms_synchronize(node, covering, parents) and dominates(
+                node, work.node, parents
+            ):
+                return True
+            node = parents.get(node)
+    return False
+
+
+def _arms_synchronize(
+    branch: cst.If, syncs: list[Op], parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """Does every arm of ``branch`` (``elif`` arms and the ``else`` included; without an ``else``
+    a path skips them all) run one of ``syncs`` whenever it runs?"""
+    orelse = branch.orelse
+    if orelse is None:
+        return False
+    if not any(_unconditional_in(s.node, branch.body, parents) for s in syncs):
+        return False
+    if type(orelse) is cst.If:
+        return _arms_synchronize(orelse, syncs, parents)
+    return any(_unconditional_in(s.node, orelse.body, parents) for s in syncs)
+
+
+def _unconditional_in(
+    node: cst.CSTNode, block: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """Is ``node`` inside ``block`` and run whenever ``block`` runs (no conditional construct
+    between them may skip it)?"""
+    child, current = node, parents.get(node)
+    while current is not None:
+        if current is block:
+            return True
+        if isinstance(current, _CONDITIONAL) and not _evaluated_first(current, child):
+            return False
+        if isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        child, current = current, parents.get(current)
+    return False
 
 
 def flag_guarded(
