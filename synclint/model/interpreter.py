@@ -319,6 +319,7 @@ class Interpreter:
             after = dict(vc)
             after[stream.key] = op.seq
             state.vc[stream.key] = after
+            state.issued[stream.key] = op.seq
         self.model.ops.append(op)
         return op
 

@@ -56,6 +56,10 @@ class State:
     #: keeps the clock of a stream, and the recording of an event, made on one arm only: on the
     #: other, that stream or event does not exist yet.
     born: frozenset = frozenset()
+    #: The newest op each stream may have been given on a path to here (the highest sequence
+    #: number, whichever path issued it): whether an event's recording covers all of a path's work
+    #: on a stream (see :func:`_event_join`).
+    issued: dict = field(default_factory=dict)
 
     def copy(self) -> "State":
         return State(
@@ -67,6 +71,7 @@ class State:
             history=dict(self.history),  # values are tuples: shared until changed
             dead=self.dead,
             born=self.born,
+            issued=dict(self.issued),
         )
 
     def stream_vc(self, key: str) -> dict:
@@ -113,12 +118,14 @@ def join(a: State, b: State) -> State:
             if k in b.vc:
                 out.vc[k] = b.stream_vc(k)
     out.host_vc = vc_meet(a.host_vc, b.host_vc)
+    out.issued = vc_join(a.issued, b.issued)
     for key in set(a.events) | set(b.events):
         ea, eb = a.events.get(key), b.events.get(key)
         if ea and eb:
             recorded = ea.recorded_by + tuple(op for op in eb.recorded_by if op not in ea.recorded_by)
             stream = ea.stream if ea.stream is not None and eb.stream is not None and ea.stream.key == eb.stream.key else None
-            out.events[key] = EventState(vc_meet(ea.vc, eb.vc), recorded, stream)
+            vc = ea.vc if ea.vc == eb.vc else _event_join(ea.vc, a.issued, eb.vc, b.issued)
+            out.events[key] = EventState(dict(vc), recorded, stream)
         elif (ea is not None and key in a.born and key not in b.born) or (
             eb is not None and key in b.born and key not in a.born
         ):
@@ -143,6 +150,24 @@ def join(a: State, b: State) -> State:
         merged = [x for x in mine if x in theirs or not closed_a(x)]
         merged += [x for x in theirs if x not in mine and not closed_b(x)]
         out.history[sid] = tuple(merged[-HISTORY_LIMIT * 2:])
+    return out
+
+
+def _event_join(va: dict, issued_a: dict, vb: dict, issued_b: dict) -> dict:
+    """What waiting on an event covers after two paths meet, each with its own recording.
+
+    Clocks meet (the lower count) in general. But where one path's recording covers everything
+    that path gave a stream, the other path's count is exact for both: its work is covered up to
+    that count, and the first path has nothing beyond its own. So an event recorded again after
+    the work an arm adds (``if more: with stream(s): buf = ...; ready.record(s)``), joined with
+    the arm that adds nothing, still covers that work."""
+    out = {}
+    for key in set(va) | set(vb):
+        x, y = va.get(key, 0), vb.get(key, 0)
+        a_all, b_all = x >= issued_a.get(key, 0), y >= issued_b.get(key, 0)
+        seen = max(x, y) if a_all and b_all else x if b_all else y if a_all else min(x, y)
+        if seen > 0:
+            out[key] = seen
     return out
 
 
