@@ -250,6 +250,9 @@ class CallSemantics:
             values = self.args(node)
             if name in ("list", "tuple", "sorted", "reversed") and values:
                 return values[0] if isinstance(values[0], TupleValue) else None
+            if name == "sum" and values and storages_of(values[0]):
+                # `loss = sum(losses)`: tensors added on the current stream make a tensor.
+                return self.tensor_op(node, reads=storages_of(values[0]), result_label=hint or "<expr>")
             return HOST
         if name == "torch.device":
             self.args(node)
