@@ -428,6 +428,23 @@ def deeper_than(node: cst.CSTNode, limit: int) -> bool | None:
     return False
 
 
+class _Names(cst.CSTVisitor):
+    # At module level: a class made inside a function is cyclic garbage (tests/test_garbage.py).
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Name(self, name: cst.Name) -> None:
+        self.found.add(name.value)
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """Every identifier in ``node``'s subtree: names, and the names of attributes (``x.sync``
+    gives ``x`` and ``sync``)."""
+    visitor = _Names()
+    walk(node, visitor)
+    return visitor.found
+
+
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Visit ``node`` and its subtree with a read-only ``visitor`` as ``node.visit`` would."""
     plan = _plan(type(visitor))

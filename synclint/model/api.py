@@ -225,6 +225,12 @@ METADATA = {
     "type",
 }
 
+#: The metadata that says where a tensor is; the rest of ``METADATA`` (shape, size, dtype...) is
+#: the same on any device.
+DEVICE_METADATA = frozenset(
+    {"device", "is_cuda", "is_pinned", "get_device", "data_ptr", "untyped_storage", "storage", "type"}
+)
+
 #: Methods that set a flag on the host and return the object itself: ``model.eval()``,
 #: ``net.train(False)``, ``w.requires_grad_(False)`` launch no kernel and touch no data.
 HOST_FLAG_METHODS = frozenset({"eval", "train", "requires_grad_"})

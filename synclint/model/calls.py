@@ -355,11 +355,10 @@ class CallSemantics:
         name = self.i.resolver.qualify(node.func) or ""
         if name and self.sync_by_name(node, name):
             return HOST
+        if name in api.HOST_WORKERS:
+            return self.host_worker(node)
         values = self.args(node)
         self.handed_to_unknown(node, values, name)
-        if name in api.HOST_WORKERS:
-            self.kept(values)  # `Thread(target=f, args=(grads,))`: for the thread, later
-            return HOST
         storages = [s for v in values for s in storages_of(v)]
         if not storages:
             return None
@@ -404,10 +403,17 @@ class CallSemantics:
         cls = classes.pop() if len(classes) == 1 else None
         return cls if cls in self.i.synchronizing_methods else None
 
+    def host_worker(self, node: cst.Call):
+        """``threading.Thread(target=f, args=(grads,))`` (``api.HOST_WORKERS``): a host object,
+        built without work, that keeps what it is handed for its target."""
+        values = self.args(node)
+        self.handed_to_unknown(node, values, "")
+        self.kept(values)
+        return HOST
+
     def unknown_method(self, node: cst.Call, func: cst.Attribute, receiver, method: str, hint):
         if receiver is None and method[:1].isupper() and self.i.resolver.qualify(func) in api.HOST_WORKERS:
-            self.kept(self.args(node))  # `threading.Thread(target=f, args=(grads,))`
-            return HOST
+            return self.host_worker(node)  # `threading.` is no module the model follows
         if method == "cpu" and receiver is None and not node.args:
             # `outputs[k + 1].cpu()` on a value of unknown kind: only tensors and modules have
             # `.cpu()`, and on a GPU one it is a blocking copy that waits for the current stream

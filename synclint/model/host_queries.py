@@ -313,16 +313,9 @@ def _unconditional_in(
 ) -> bool:
     """Is ``node`` inside ``block`` and run whenever ``block`` runs (no conditional construct
     between them may skip it)?"""
-    child, current = node, parents.get(node)
-    while current is not None:
-        if current is block:
-            return True
-        if isinstance(current, _CONDITIONAL) and not _evaluated_first(current, child):
-            return False
-        if isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return False
-        child, current = current, parents.get(current)
-    return False
+    return id(block) in _ancestor_ids(node, parents) and _unconditional_climb(
+        node, block, parents
+    ) not in (None, _SKIPPABLE)
 
 
 def flag_guarded(

@@ -23,7 +23,7 @@ import libcst as cst
 
 from synclint.model import api
 from synclint.model.bindings import Scope
-from synclint.model.call_args import chooses_the_gpu, is_flag_parameter
+from synclint.model.call_args import _direction, chooses_the_gpu, is_flag_parameter
 from synclint.model.context_managers import enter as enter_context_manager
 from synclint.model.expressions import item_keys
 from synclint.model.inlining import return_from_inline
@@ -1529,11 +1529,7 @@ def _store_direction(sources: list, destinations: list) -> Optional[str]:
     if len(sources) != 1 or len(destinations) != 1:
         return None
     src, dst = sources[0].root.device, destinations[0].root.device
-    if src == "cuda" and dst == "cpu":
-        return "d2h"
-    if src == "cpu" and dst == "cuda":
-        return "h2d"
-    return None
+    return _direction(src, dst) if {src, dst} == {"cpu", "cuda"} else None
 
 
 def _name_fresh(value, name: str) -> None:

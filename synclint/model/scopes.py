@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Optional
 
 import libcst as cst
 
-from synclint.cstwalk import walk
+from synclint.cstwalk import names_in, walk
 from synclint.model.bindings import returned_values
 from synclint.model.context_managers import is_context_manager
 from synclint.model.interpreter import FunctionSummary, Interpreter
@@ -194,7 +194,7 @@ class _Builder:
                     method.decorators
                     or not method.params.params
                     or not called_on_others(name, text)
-                    or not _names(method.body, "synchronize")
+                    or "synchronize" not in names_in(method.body)
                 ):
                     continue
                 model = FunctionModel(f"{cls.name.value}.{name}", method, class_name=cls.name.value)
@@ -398,23 +398,6 @@ class _SeenSummaries:
 def _synchronizes(op) -> bool:
     """Does ``op`` make the host wait for the whole device (what a helper's caller learns)?"""
     return op.kind == OpKind.HOST_SYNC and op.sync_kind in ("device", "helper", "unknown")
-
-
-class _NameFinder(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == self.name:
-            self.found = True
-
-
-def _names(node: cst.CSTNode, name: str) -> bool:
-    """Does ``name`` occur in ``node`` as a name or an attribute's name?"""
-    finder = _NameFinder(name)
-    walk(node, finder)
-    return finder.found
 
 
 def _returns_self(method: cst.FunctionDef) -> bool:

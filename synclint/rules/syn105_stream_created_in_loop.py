@@ -16,22 +16,13 @@ from typing import Iterable
 
 import libcst as cst
 
-from synclint.cstwalk import walk
+from synclint.cstwalk import names_in, walk
 from synclint.diagnostics import Diagnostic
 from synclint.model import Op, OpKind
 from synclint.model.file_facts import parent_map
 from synclint.model.host_queries import ALL_STREAM_SYNCS, dominates
 from synclint.rules._common import functions
 from synclint.rules.base import FixKind, Rule, RuleContext
-
-
-class _Names(cst.CSTVisitor):
-    # At module level: a class made inside a function is cyclic garbage (tests/test_garbage.py).
-    def __init__(self) -> None:
-        self.found: set[str] = set()
-
-    def visit_Name(self, name: cst.Name) -> None:
-        self.found.add(name.value)
 
 
 #: Methods that store what they are given (building a pool), unlike lookups with a default.
@@ -75,12 +66,6 @@ def _counted(loop: cst.For) -> bool:
         and type(call.func) is cst.Name
         and call.func.value == "range"
     )
-
-
-def _names(node: cst.CSTNode) -> set[str]:
-    visitor = _Names()
-    walk(node, visitor)
-    return visitor.found
 
 
 def idle_when_made_again(ctx: RuleContext, function, first: Op) -> bool:
@@ -198,7 +183,7 @@ class StreamCreatedInLoop(Rule):
             if isinstance(ancestor, (cst.If, cst.IfExp)):
                 return True
             if isinstance(ancestor, (cst.For, cst.CompFor)):
-                return bool(arguments & _names(ancestor.target))
+                return bool(arguments & names_in(ancestor.target))
             if type(ancestor) is cst.While:
                 return False
             if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):

@@ -245,7 +245,7 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
                 # Only a synchronization after the start reading is inside an interval.
                 syncs = [
                     around for s, around in zip(anchors, around_syncs)
-                    if (source_order(s.node) or -1) > (first if first is not None else 1 << 60)
+                    if first is not None and (source_order(s.node) or -1) > first
                 ]
             elif not (ends_inside and (id(loop) not in around_start or starts_later_in_body)):
                 continue

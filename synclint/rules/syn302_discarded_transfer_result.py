@@ -16,6 +16,7 @@ import libcst as cst
 from synclint.astscan import has_bare_method_call
 from synclint.cstwalk import source_order, walk
 from synclint.diagnostics import Applicability, Diagnostic
+from synclint.model import api
 from synclint.model.file_facts import import_resolver, tensor_facts
 from synclint.model.tensor_facts import FACTORIES
 from synclint.rules._common import method_pattern
@@ -259,15 +260,8 @@ class _NameUses(cst.CSTVisitor):
         self.depth -= 1
 
 
-#: Tensor attributes and methods whose answer does not depend on the device (not ``device``,
-#: ``is_cuda``, ``get_device``, ``type()``, ``data_ptr()``).
-_SAME_ON_ANY_DEVICE = frozenset(
-    {
-        "shape", "size", "dtype", "numel", "dim", "ndim", "ndimension", "nelement",
-        "element_size", "nbytes", "itemsize", "stride", "is_contiguous", "is_floating_point",
-        "layout", "requires_grad",
-    }
-)
+#: Tensor attributes and methods whose answer does not depend on the device.
+_SAME_ON_ANY_DEVICE = frozenset(api.METADATA - api.DEVICE_METADATA)
 
 
 def _plain(node: cst.BaseExpression) -> bool:
