@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from synclint.engine import lint_source
 from synclint.settings import AnalysisSettings
 
@@ -170,6 +172,40 @@ def test_syn205_blocking_read_before_end_counts_as_sync() -> None:
         )
         == []
     )
+
+
+HOST_UPLOAD_LOOP = """
+import time
+import torch
+
+def train(model, steps, batch):
+    BINDING
+    start = time.time()
+    for step in range(steps):
+        UPLOAD
+        model(x).sum().backward()
+        print(step, time.time() - start)
+        start = time.time()
+"""
+
+
+@pytest.mark.parametrize(
+    "binding, upload, flagged",
+    [
+        # Made on the host once and uploaded the blocking way on every step: each step waits.
+        ("host = torch.ones(64, 64)", "x = host.to(0)", False),
+        ("host = torch.ones(64, 64)", "x = host.cuda()", False),
+        # Rebound to its upload: on the device from the second step on, nothing waits.
+        ("x = torch.ones(64, 64)", "x = x.to(0)", True),
+        # Of unknown device (a parameter): maybe on the device already.
+        ("host = batch", "x = host.to(0)", True),
+        # A non-blocking upload does not wait.
+        ("host = torch.ones(64, 64).pin_memory()", "x = host.to(0, non_blocking=True)", True),
+    ],
+)
+def test_syn205_blocking_upload_of_a_host_tensor_paces_the_loop(binding, upload, flagged) -> None:
+    source = HOST_UPLOAD_LOOP.replace("BINDING", binding).replace("UPLOAD", upload)
+    assert bool(found(source, "SYN205")) is flagged
 
 
 def test_syn206_work_on_parameter_stream_is_not_judged() -> None:

@@ -258,7 +258,8 @@ class KnownValueMethods:
         )
         dst = destinations[0]
         src = sources[0] if sources else None
-        if src is not None and src.root.device is None and non_blocking and dst.root.device == "cuda":
+        guessed = src is not None and src.root.device is None and non_blocking and dst.root.device == "cuda"
+        if guessed:
             mark_host(src)  # a non-blocking copy into device memory from a source of unknown kind
         direction = _direction(src.device if src else None, dst.device)
         self.mark_tensor(destinations + sources)
@@ -266,16 +267,18 @@ class KnownValueMethods:
             self.host_access(node, sources, "read") if sources else None
             self.host_access(node, destinations, "write")
             return dst
-        self.emit_copy(node, src, dst, non_blocking, direction)
+        self.emit_copy(node, src, dst, non_blocking, direction, guessed)
         return dst
 
-    def emit_copy(self, node, src: Optional[Storage], dst: Storage, non_blocking: bool, direction: str) -> Op:
+    def emit_copy(self, node, src: Optional[Storage], dst: Storage, non_blocking: bool, direction: str,
+                  guessed: bool = False) -> Op:
         """A copy from ``src`` to ``dst`` on the current stream (``copy_``, ``.to()``, a store
-        ``host[:] = gpu``), and the host's wait when it is a blocking copy to or from the host."""
+        ``host[:] = gpu``), and the host's wait when it is a blocking copy to or from the host.
+        ``guessed``: the source is taken for host memory only because of this copy."""
         i = self.i
         reads = (src,) if src is not None else ()
         op = i.emit(OpKind.COPY, node, reads=reads, writes=(dst,),
-                    copy=CopyInfo(non_blocking, direction, src, dst))
+                    copy=CopyInfo(non_blocking, direction, src, dst, guessed))
         if src is not None:
             i.access(op, src, "read")
         i.access(op, dst, "write")
@@ -326,6 +329,7 @@ class KnownValueMethods:
                 non_blocking = True
         else:
             target = src.device  # dtype conversion
+        guessed = False
         if method == "pin_memory":
             mark_host(src)  # only host memory can be pinned; nothing touches the GPU
         elif src.device is None and (
@@ -335,13 +339,14 @@ class KnownValueMethods:
             # Uploading it (`.cuda()`, `.to("cuda")`, `.to(device, non_blocking=True)`): the source
             # is host memory. Not `.to(other.device)`, which follows another tensor wherever it is.
             mark_host(src)
+            guessed = True
         direction = _direction(src.device, target)
         result = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
                                     device=target, pinned=pinned or None)
         if direction == "h2h":
             self.host_access(node, [src], "read")
             return result
-        self.emit_copy(node, src, result, non_blocking, direction)
+        self.emit_copy(node, src, result, non_blocking, direction, guessed)
         return result
 
 

@@ -53,6 +53,9 @@ class CopyInfo:
     direction: str  # "h2d", "d2h", "d2d", "h2h" or "unknown"
     src: Optional[Storage]
     dst: Optional[Storage]
+    #: The source was taken for host memory because of this very copy (``x.cuda()`` of a tensor
+    #: of unknown device), not known to be: it may be on the device already.
+    src_guessed: bool = False
 
 
 @dataclass(eq=False)

@@ -219,15 +219,16 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
       interval, so the total is the loop's time less the gaps between iterations.
 
     A synchronization written as one counts, and a blocking read (``.item()``, ``.tolist()``) of a
-    device tensor; a blocking copy (``x.cuda()`` of a batch) does not, since its source may
-    already be on the device after the first iteration."""
+    device tensor. A blocking copy (``x.cuda()`` of a batch) counts only where it copies from host
+    memory on every pass of the loop (``_copies_from_the_host_each_pass``): a source rebound to
+    the copy's result (``x = x.cuda()``) is already on the device from the second iteration on."""
     around_start = {id(a) for a in ancestors(ctx, start.node)}
     around_end = {id(a) for a in ancestors(ctx, end.node)}
     first, second = source_order(start.node), source_order(end.node)
     starts_later_in_body = first is not None and second is not None and first > second
     anchors = [
         s for s in function.ops_of(OpKind.HOST_SYNC)
-        if s.sync_kind in _LOOP_ANCHORS
+        if (s.sync_kind in _LOOP_ANCHORS or _copies_from_the_host_each_pass(function, s))
         and waits_for(s, work)
         and dominates(s.node, work.node, parents)
     ]
@@ -252,6 +253,30 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
         if any(id(loop.body) in around for around in syncs):
             return True
     return False
+
+
+def _copies_from_the_host_each_pass(function, sync) -> bool:
+    """Is ``sync`` the wait of a blocking copy (``batch[0].to(0)``) that, on each pass the model
+    made of its loop, copied from memory known to be the host's? Such a copy waits for the current
+    stream every time it runs (PyTorch's blocking copies end in a stream synchronization). The
+    model walks a loop body twice, and a copy whose source was rebound to its result in the
+    first pass (``x = x.cuda()``) copies from the device in the second, where no wait is
+    emitted: so every copy made at the node must have its wait, from a source known to be host
+    memory before the copy (a tensor of unknown device that is uploaded is taken for host memory
+    because of the upload, which proves nothing), and there must be two of them (a loop nested
+    too deep to be walked twice proves nothing)."""
+    if sync.sync_kind != "blocking-copy":
+        return False
+    copies = [op for op in function.ops_of(OpKind.COPY) if op.node is sync.node]
+    waits = [
+        op for op in function.ops_of(OpKind.HOST_SYNC)
+        if op.node is sync.node and op.sync_kind == "blocking-copy"
+    ]
+    return len(copies) >= 2 and len(waits) == len(copies) and all(
+        op.copy is not None and op.copy.src is not None and op.copy.src.on_host
+        and not op.copy.src_guessed
+        for op in copies
+    )
 
 
 def _inside_timed_events(function, start, end) -> bool:
