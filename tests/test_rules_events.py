@@ -174,6 +174,44 @@ def test_syn205_blocking_read_before_end_counts_as_sync() -> None:
     )
 
 
+DEVICE_LOOP = """
+import time
+import torch
+
+def profile(layer, repeats):
+    for device in DEVICES:
+        layer = layer.to(device)
+        x = torch.ones(8, 8).to(device)
+        for _ in range(repeats):
+            start = time.perf_counter()
+            y = layer(x)
+            if TEST:
+                torch.cuda.synchronize()
+            print(time.perf_counter() - start)
+"""
+
+
+@pytest.mark.parametrize(
+    "devices, test, flagged",
+    [
+        ('["cuda", "cpu"]', 'device == "cuda"', False),
+        ('("cpu", "cuda")', '"cuda" == device', False),
+        ('{"cuda", "cpu", "mps"}', 'device == "cuda"', False),
+        # A second GPU named otherwise fails the test and still runs there.
+        ('["cuda", "cuda:1"]', 'device == "cuda"', True),
+        # Values not written out: the test says nothing about where the others run.
+        ("available_devices()", 'device == "cuda"', True),
+        ('["cuda", other]', 'device == "cuda"', True),
+        # Not a test for the GPU at all.
+        ('["cuda", "cpu"]', 'device != "cuda"', True),
+        ('["cuda", "cpu"]', 'device == "cpu"', True),
+    ],
+)
+def test_syn205_synchronize_only_where_a_written_device_is_cuda(devices, test, flagged) -> None:
+    source = DEVICE_LOOP.replace("DEVICES", devices).replace("TEST", test)
+    assert bool(found(source, "SYN205")) is flagged
+
+
 HOST_UPLOAD_LOOP = """
 import time
 import torch

@@ -10,6 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from synclint.model import api
+from synclint.model.bindings import ElementOf
 from synclint.model.resolver import dotted
 from synclint.model.values import (
     Alternatives,
@@ -166,6 +167,42 @@ def is_flag_parameter(param: cst.Param) -> bool:
         return True
     annotation = param.annotation.annotation if param.annotation is not None else None
     return type(annotation) is cst.Name and annotation.value == "bool"
+
+
+def compares_a_written_device_to_cuda(test: cst.BaseExpression, bindings_of) -> bool:
+    """Is ``test`` ``device == "cuda"`` where every value the scope gives ``device`` is a string
+    written out (``for device in ["cuda", "cpu"]:``, or ``device = "cuda"`` and ``device =
+    "cpu"``)? Then the test holds exactly where the program runs on the GPU: no other of those
+    values names a CUDA device (a ``"cuda:1"`` among them would fail the test and still run
+    there). ``bindings_of(name)`` is every value the scope binds ``name`` to, or None when that
+    is not all there is to know (``Interpreter.local_bindings``)."""
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
+        return False
+    if type(test.comparisons[0].operator) is not cst.Equal:
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    for name, constant in ((left, right), (right, left)):
+        if type(name) is cst.Name and _string(constant) == "cuda":
+            values = _written_strings(bindings_of(name.value))
+            return bool(values) and all(v == "cuda" or not v.startswith("cuda") for v in values)
+    return False
+
+
+def _written_strings(bindings) -> Optional[list[str]]:
+    """The strings a name's bindings are, each a string literal or an element of a list, tuple
+    or set of them; None when one is anything else."""
+    if not bindings:
+        return None
+    out: list[str] = []
+    for value in bindings:
+        if isinstance(value, ElementOf) and type(value.container) in (cst.List, cst.Tuple, cst.Set):
+            items = [_string(e.value) for e in value.container.elements]
+        else:
+            items = [_string(value) if isinstance(value, cst.BaseExpression) else None]
+        if not items or any(item is None for item in items):
+            return None
+        out.extend(items)
+    return out
 
 
 def chooses_the_gpu(test: cst.BaseExpression) -> bool:

@@ -23,7 +23,12 @@ import libcst as cst
 
 from synclint.model import api
 from synclint.model.bindings import Scope
-from synclint.model.call_args import _direction, chooses_the_gpu, is_flag_parameter
+from synclint.model.call_args import (
+    _direction,
+    chooses_the_gpu,
+    compares_a_written_device_to_cuda,
+    is_flag_parameter,
+)
 from synclint.model.context_managers import enter as enter_context_manager
 from synclint.model.expressions import item_keys
 from synclint.model.inlining import return_from_inline
@@ -1129,8 +1134,9 @@ class Interpreter:
     def _device_present(self, test: cst.BaseExpression) -> bool:
         """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test, or
         the program's choice of the GPU (``if args.use_cuda:``, ``if self.device.type == "cuda":``,
-        :func:`~synclint.model.call_args.chooses_the_gpu`)."""
-        if chooses_the_gpu(test):
+        :func:`~synclint.model.call_args.chooses_the_gpu`; ``if device == "cuda":`` in ``for
+        device in ["cuda", "cpu"]:``, :func:`~synclint.model.call_args.compares_a_written_device_to_cuda`)."""
+        if chooses_the_gpu(test) or compares_a_written_device_to_cuda(test, self.local_bindings):
             return True
         return type(test) is cst.Call and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
 
