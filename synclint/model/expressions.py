@@ -245,11 +245,17 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         return result
 
     def host_access(self, node: cst.CSTNode, storages: list[Storage], mode: str) -> Op:
-        """The host touches CPU tensor memory: note the device work on it the host has not seen."""
+        """The host touches CPU tensor memory: note the device work on it the host has not seen.
+        Two different static slices of one buffer are disjoint regions here as on the device
+        (:meth:`Interpreter.access`): the host filling ``buf[:, n:]`` while a copy lands in
+        ``buf[:, :n]`` touches none of it."""
         pending = []
         for storage in storages:
+            region = storage.region
             for access in self.state.history.get(storage.root.id, ()):
                 if not access.op.seq:
+                    continue
+                if region is not None and access.region is not None and access.region != region:
                     continue
                 if mode == "read" and access.mode != "write":
                     continue
