@@ -15,7 +15,9 @@ Reading guide:
   ``torch.cuda.Stream``; configured accelerator wrappers such as ``get_accelerator()``).
 * :mod:`.api` - what each PyTorch call and tensor method means.
 * :mod:`.state` - the abstract state and the join of two paths.
-* :mod:`.interpreter` - statements, control flow, hazards and lifetimes.
+* :mod:`.interpreter` - simple statements, bindings, hazards and lifetimes, with its compound
+  statements mixed in from :mod:`.control_flow` (branches and their joins, loops walked twice,
+  ``with``, ``try``, ``match``).
 * :mod:`.expressions` - expressions and operators, with two parts mixed in: :mod:`.calls` (what
   a call means, by the name it resolves to) and :mod:`.known_methods` (methods on known streams,
   events, work handles and tensors: waits, records, copies, transfers); :mod:`.call_args` holds

@@ -9,8 +9,9 @@ provably different stream, one of the two writing, that the new access is not or
 
 Control flow is handled cheaply and without path explosion: both arms of an ``if`` from a copy of the
 state, then a join; loop bodies twice (the second pass shows loop-carried hazards); ``try`` bodies
-joined with their handlers. Expression handling (calls, tensor methods) lives in
-:mod:`synclint.model.expressions`; this module holds statements and the bookkeeping.
+joined with their handlers (:mod:`synclint.model.control_flow`, mixed into :class:`Interpreter`).
+Expression handling (calls, tensor methods) lives in :mod:`synclint.model.expressions`; this module
+holds simple statements, bindings and the bookkeeping.
 """
 
 from __future__ import annotations
@@ -21,19 +22,16 @@ from typing import Callable, Container, Iterable, Optional
 
 import libcst as cst
 
-from synclint.model import api
 from synclint.model.bindings import Scope
 from synclint.model.call_args import (
     _direction,
-    chooses_the_gpu,
-    compares_a_written_device_to_cuda,
     is_flag_parameter,
 )
-from synclint.model.context_managers import enter as enter_context_manager
+from synclint.model.control_flow import ControlFlow
 from synclint.model.expressions import item_keys
 from synclint.model.inlining import return_from_inline
-from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
-from synclint.model.state import EventState, State, alternatives, join, vc_join
+from synclint.model.resolver import ImportResolver, dotted
+from synclint.model.state import EventState, State, alternatives, vc_join
 from synclint.model.timeline import (
     Access,
     FunctionModel,
@@ -55,7 +53,6 @@ from synclint.model.values import (
     TupleValue,
     WorkValue,
     default_stream,
-    holds,
     holds_work,
     storages_of,
 )
@@ -68,58 +65,6 @@ _DISPLAYS = (cst.Tuple, cst.List)
 
 
 
-def _optional_tested(stmt: cst.If) -> Optional[str]:
-    """The name ``stmt`` tests for being set (``if s is not None:`` / ``if s:``), with no
-    ``else``: the key of the stream it would be, or None."""
-    if stmt.orelse is not None:
-        return None
-    test = stmt.test
-    if type(test) is cst.Comparison:
-        if len(test.comparisons) != 1:
-            return None
-        comparison = test.comparisons[0]
-        if type(comparison.operator) is not cst.IsNot:
-            return None
-        if not (type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"):
-            return None
-        test = test.left
-    if type(test) not in (cst.Name, cst.Attribute):
-        return None
-    return dotted(test)
-
-
-def _target_names(target: cst.BaseExpression) -> set:
-    if type(target) is cst.Name:
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {n for e in target.elements for n in _target_names(e.value)}
-    return set()
-
-
-def _waits_in(body: cst.BaseSuite) -> list[Optional[str]]:
-    """For each statement of ``body`` itself, in order: the receiver of ``<receiver>.wait()`` when
-    that is the whole statement (``handle.wait()``), or the event of ``<stream>.wait_event(e)``,
-    else None (any other statement, or a compound one)."""
-    lines = body.body if type(body) is cst.IndentedBlock else (body,)
-    receivers: list[Optional[str]] = []
-    for line in lines:
-        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            receivers.append(None)
-            continue
-        for small in line.body:
-            call = small.value if type(small) is cst.Expr else None
-            method = (
-                call.func.attr.value
-                if type(call) is cst.Call and type(call.func) is cst.Attribute
-                else None
-            )
-            if method == "wait":
-                receivers.append(dotted(call.func.value))
-            elif method == "wait_event" and len(call.args) == 1:
-                receivers.append(dotted(call.args[0].value))
-            else:
-                receivers.append(None)
-    return receivers
 
 
 #: Identifiers in a slice's text.
@@ -146,14 +91,6 @@ def _works_in(value) -> list[WorkValue]:
     return []
 
 
-def _waited_names(body: cst.BaseSuite) -> list[str]:
-    """The plain names ``body`` calls ``.wait()`` on in its own statements (``handle.wait()``)."""
-    return [r for r in _waits_in(body) if r is not None and "." not in r]
-
-
-def _only_waits_on(body: cst.BaseSuite, name: str) -> bool:
-    """Is ``body`` nothing but ``name.wait()`` calls (or waits of streams on ``name``)?"""
-    return all(receiver == name for receiver in _waits_in(body))
 
 
 class FunctionSummary:
@@ -193,7 +130,7 @@ def _method_of_another_object(node: cst.CSTNode) -> bool:
     )
 
 
-class Interpreter:
+class Interpreter(ControlFlow):
     """Walks one function (or module body) and fills a :class:`FunctionModel`."""
 
     def __init__(
@@ -967,32 +904,7 @@ class Interpreter:
         old = self.state.env.get(key)
         self.state.env[key] = value if old is None else alternatives(old, value)
 
-    # -- control flow -------------------------------------------------------------------------
-
-    def branch(self, *arms: Callable[[], None]) -> None:
-        start = self.state
-        result: Optional[State] = None
-        for arm in arms:
-            self.state = start.copy()
-            arm()
-            result = self.state if result is None else join(result, self.state)
-        self.state = result if result is not None else start
-
-    def flag_parameter(self, test: cst.BaseExpression) -> bool:
-        """``if wait_current_stream:`` on a parameter with a boolean default: a configuration
-        switch. Callers that turn it off take the ordering on themselves (Megatron's shared
-        experts), so the guarded waits are kept at the join instead of being intersected away."""
-        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test = test.expression
-        if type(test) is cst.Name:
-            return test.value in self.flag_params
-        # `if self.workers > 1:` / `if self.overlap:`: the object's configuration, fixed since
-        # `__init__`; the other methods branch on it the same way.
-        parts = [test.left, *(c.comparator for c in test.comparisons)] if type(test) is cst.Comparison else [test]
-        return any(is_self_attribute(p) for p in parts) and all(
-            is_self_attribute(p) or isinstance(p, (cst.Integer, cst.Float, cst.SimpleString, cst.Name))
-            for p in parts
-        )
+    # -- scopes ----------------------------------------------------------------------------------
 
     def scope(self) -> Scope:
         """Every binding made in the function (or module) being interpreted, flow-insensitively."""
@@ -1013,405 +925,7 @@ class Interpreter:
             return None
         return values
 
-    def constant_switch(self, test: cst.BaseExpression) -> Optional[bool]:
-        """The value of an ``if`` test that is a local name every binding of which in the scope is
-        the same ``True`` or ``False`` (``side_stream = False`` ... ``if side_stream:``, a switch
-        edited by hand), or ``not`` such a name; None otherwise."""
-        negated = False
-        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test, negated = test.expression, not negated
-        if type(test) is not cst.Name or test.value not in self.bool_switches:
-            return None
-        values = self.local_bindings(test.value)
-        if values is None or not all(type(v) is cst.Name for v in values):
-            return None
-        constants = {v.value for v in values}
-        if constants not in ({"True"}, {"False"}):
-            return None
-        return (constants == {"True"}) != negated
-
-    def st_If(self, stmt: cst.If) -> None:
-        """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
-        Each ``elif`` test is evaluated on the path where the earlier tests failed."""
-        switch = self.constant_switch(stmt.test)
-        if switch is not None:
-            # Only one arm can run: the other is dead code, whatever it does.
-            if switch:
-                self.suite(stmt.body)
-            elif type(stmt.orelse) is cst.If:
-                self.st_If(stmt.orelse)
-            elif stmt.orelse is not None:
-                self.suite(stmt.orelse.body)
-            return None
-        flag_arms = self._flag_arms(stmt)
-        if flag_arms is not None:
-            return self._flag_branch(flag_arms)
-        side = self._side_stream_tested(stmt)
-        if side is not None:
-            return self._optional_branch(stmt, side)
-        # Before the test of an optional value: in `if recompute: work.wait()` the name tested
-        # is a switch, and the handle waited on is what the branch is about (MindSpeed's
-        # all-gather, started and waited under the same configuration flag).
-        handle = self._conditional_handle_waited(stmt)
-        if handle is not None:
-            return self._optional_branch(stmt, handle, waited_on_every_path=True)
-        optional = _optional_tested(stmt)
-        if optional is not None:
-            return self._optional_branch(stmt, optional)
-        if stmt.orelse is None and self._device_present(stmt.test):
-            # `if torch.cuda.is_initialized(): event.synchronize()`: where the test fails there is
-            # no device work at all, so what the branch does (a synchronization) holds after it.
-            self.exprs.condition(stmt.test)
-            self.suite(stmt.body)
-            return None
-        start = self.state
-        result: Optional[State] = None
-        current: Optional[cst.CSTNode] = stmt
-        # `if torch.cuda.is_available(): ... else: <CPU fallback>`: the other arms run only where
-        # there is no device, so no device work is pending on them (their clocks cover it all).
-        without_device = self._device_present(stmt.test)
-        while True:
-            if type(current) is cst.If:
-                self.exprs.condition(current.test)
-                failed_tests = self.state
-                self.state = failed_tests.copy()
-                self.guards.append(current.test)  # its text only if an `assert not` asks (costly)
-                if without_device and current is not stmt:
-                    self._nothing_on_the_device()  # what was issued before: vacuous here too
-                try:
-                    self.suite(current.body)
-                finally:
-                    self.guards.pop()
-                if without_device and current is not stmt:
-                    self._nothing_on_the_device()
-                result = self.state if result is None else join(result, self.state)
-                self.state = failed_tests
-                current = current.orelse
-            else:
-                if without_device:
-                    self._nothing_on_the_device()  # what was issued before: vacuous here too
-                if current is not None:
-                    self.suite(current.body)
-                if without_device:
-                    self._nothing_on_the_device()
-                result = join(result, self.state) if result is not None else self.state
-                break
-        self.state = result if result is not None else start
-
-    def _side_stream_tested(self, stmt: cst.If) -> Optional[str]:
-        """``if torch.cuda.current_stream() != s: s.wait_stream(torch.cuda.current_stream())``, or
-        the test bound to a name first (Megatron's ``on_side_stream``), with no ``else``: the key
-        of ``s``. Where the test fails, ``s`` is the current stream, so the block that then runs
-        on ``s`` is ordered as if the wait had been made (:meth:`_optional_branch`)."""
-        if stmt.orelse is not None:
-            return None
-        test = stmt.test
-        if type(test) is cst.Name:
-            test = self.stream_tests.get(test.value)
-        if not (
-            type(test) is cst.Comparison
-            and len(test.comparisons) == 1
-            and type(test.comparisons[0].operator) in (cst.NotEqual, cst.IsNot)
-        ):
-            return None
-        left, right = test.left, test.comparisons[0].comparator
-        for current, other in ((left, right), (right, left)):
-            if isinstance(other, (cst.Name, cst.Attribute)) and self.exprs.is_current_stream_call(
-                current
-            ):
-                stream = self.exprs.as_stream(other, self.exprs.ev(other))
-                if stream is not None:
-                    return stream.key
-        return None
-
-    def _nothing_on_the_device(self) -> None:
-        """On a path where CUDA is unavailable nothing ran on a device: what the clocks say is
-        pending there is vacuous. The host is taken to have seen it all, so that joining this
-        path keeps the device path's facts (no synchronization op is emitted: none was written,
-        and unlike :meth:`host_sees` nothing is marked as synchronized)."""
-        self.state.host_vc = vc_join(self.state.host_vc, self._everything_issued())
-
-    def _device_present(self, test: cst.BaseExpression) -> bool:
-        """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test, or
-        the program's choice of the GPU (``if args.use_cuda:``, ``if self.device.type == "cuda":``,
-        :func:`~synclint.model.call_args.chooses_the_gpu`; ``if device == "cuda":`` in ``for
-        device in ["cuda", "cpu"]:``, :func:`~synclint.model.call_args.compares_a_written_device_to_cuda`)."""
-        if chooses_the_gpu(test) or compares_a_written_device_to_cuda(test, self.local_bindings):
-            return True
-        return type(test) is cst.Call and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
-
-    def _flag_arms(self, stmt: cst.If) -> Optional[list]:
-        """The arms of an ``if``/``elif``/``else`` whose every test is a configuration switch
-        (:meth:`flag_parameter`; timm's ``if self.is_cuda: ... elif self.is_npu: ...``): each
-        ``(test, body)``, then ``(None, else body or None)``. None when a test is not a switch."""
-        arms: list = []
-        current: Optional[cst.CSTNode] = stmt
-        while type(current) is cst.If:
-            if not self.flag_parameter(current.test):
-                return None
-            arms.append((current.test, current.body))
-            current = current.orelse
-        arms.append((None, current.body if current is not None else None))
-        return arms
-
-    def _flag_branch(self, arms: list) -> None:
-        """Configuration switches: the arms are alternative set-ups, each self-consistent, so what
-        any arm ordered holds after the join (see :meth:`flag_parameter`)."""
-        start = self.state
-        ends = []
-        for test, body in arms:
-            # Each test is evaluated where the tests before it failed; its arm starts there.
-            if test is not None:
-                self.exprs.condition(test)
-            failed_tests = self.state
-            self.state = failed_tests.copy()
-            if body is not None:
-                self.suite(body)
-            ends.append(self.state)
-            self.state = failed_tests
-        result = ends[0]
-        for end in ends[1:]:
-            result = join(result, end)
-        for index, one in enumerate(ends):
-            if one.dead:
-                continue
-            others = ends[:index] + ends[index + 1:]
-            for key, vc in one.vc.items():
-                result.vc[key] = vc_join(result.vc.get(key, {}), vc)
-            result.host_vc = vc_join(result.host_vc, one.host_vc)
-            # `if overlap: self.done.record()` ... `if overlap: ...; self.done.wait()`: an event
-            # recorded on one arm only is waited, if at all, under the same switch.
-            for key, event in one.events.items():
-                before = start.events.get(key)
-                unrecorded = before.recorded_by if before is not None else ()
-                if event.recorded_by != unrecorded and all(
-                    other.dead or other.events.get(key) is None
-                    or other.events[key].recorded_by == unrecorded
-                    for other in others
-                ):
-                    result.events[key] = event
-        self.state = result
-
-    def _conditional_handle_waited(self, stmt: cst.If) -> Optional[str]:
-        """``if self.training and dist.is_initialized(): handle.wait()``, no ``else``, where the
-        local ``handle`` holds only ``Work`` started under an ``if`` (VAR's quantizer), or only
-        an event made under one (sglang's DeepSeek MoE: ``shared_event =
-        self.alt_stream.record_event()`` when there is an alternate stream, then
-        ``torch.cuda.current_stream().wait_event(shared_event)`` under the same tests written
-        as one): the name of the handle, or None.
-
-        The handle exists only where its ``if`` was taken, so code that waits on it under another
-        test must mean the same condition (where the two differ it would fail on an unbound name
-        or a stale handle): the wait is taken to cover every path the work was started on."""
-        if stmt.orelse is not None:
-            return None
-        for name in _waited_names(stmt.body):
-            value = self.state.env.get(name)
-            values = value.values if isinstance(value, Alternatives) else (value,)
-            handles = [v for v in values if isinstance(v, (WorkValue, EventValue))]
-            if (
-                handles
-                and len(handles) == len(values)
-                and all(h.conditional and (isinstance(h, WorkValue) or h.origin == "created")
-                        for h in handles)
-            ):
-                return name
-        return None
-
-    def _optional_branch(self, stmt: cst.If, key: str, waited_on_every_path: bool = False) -> None:
-        """``if s is not None: s.wait_stream(current)`` (no ``else``), then ``with stream(s):``.
-
-        Where ``s`` is None, ``torch.cuda.stream(None)`` changes nothing: the block runs on the
-        current stream, ordered as if the wait had been made. So what the guarded arm made ``s``
-        wait for holds after the join; every other clock is joined as usual.
-        ``waited_on_every_path``: see :meth:`_conditional_handle_waited`."""
-        self.exprs.condition(stmt.test)
-        start = self.state
-        self.state = start.copy()
-        self.guards.append(stmt.test)
-        try:
-            self.suite(stmt.body)
-        finally:
-            self.guards.pop()
-        taken = self.state
-        result = join(taken, start)
-        # The stream's own key: `self.s` for an attribute, `s@3` for a local made at site 3.
-        tested = self.exprs.as_stream(None, start.env.get(key))
-        own = tested.key if tested is not None else key
-        if not taken.dead and own in taken.vc:
-            result.vc[own] = vc_join(result.vc.get(own, {}), taken.vc[own])
-        handle = start.env.get(key)
-        if not taken.dead and (
-            (holds_work(handle) and (waited_on_every_path or _only_waits_on(stmt.body, key)))
-            or (waited_on_every_path and holds(handle, EventValue))
-        ):
-            # `if recv_req is not None: recv_req.wait()`: where the handle is None, no work was
-            # issued through it, so what waiting on it orders holds on both paths. (Not so for
-            # an optional event: where it is None, the stream may have run work all the same.)
-            for stream_key, vc in taken.vc.items():
-                result.vc[stream_key] = vc_join(result.vc.get(stream_key, {}), vc)
-        if not taken.dead and tested is not None and own != start.current.key:
-            # `if s is not None: torch.cuda.current_stream().wait_stream(s)`: where `s` is None, no
-            # work was ever issued on it, so what the arm learnt about `s` holds on both paths.
-            for stream_key, vc in taken.vc.items():
-                if vc.get(own, 0) > result.vc.get(stream_key, {}).get(own, 0):
-                    result.vc[stream_key] = {**result.vc.get(stream_key, {}), own: vc[own]}
-            if taken.host_vc.get(own, 0) > result.host_vc.get(own, 0):
-                result.host_vc = {**result.host_vc, own: taken.host_vc[own]}
-        self.state = result
-
-    def loop(self, body: Callable[[], None]) -> None:
-        """Run a loop body twice so loop-carried hazards show; assume it runs at least once."""
-        self.loop_depth += 1
-        self.loop_starts.append(len(self.model.ops))
-        outer_iteration = self.iteration
-        body()
-        after_first = self.state
-        # Loops nested deeper than two levels are walked once: two passes per level would be
-        # exponential in the nesting depth, and loop-carried hazards live in the inner loops.
-        if not after_first.dead and self.loop_depth <= 2:
-            # The second pass starts where the first ended; its end state stands for "the loop ran"
-            # (joining with the first pass would pair its clocks with the second pass's accesses).
-            self.state = after_first.copy()
-            self.iteration = 1
-            body()
-            if self.state.dead:
-                self.state = after_first
-        self.iteration = outer_iteration
-        self.loop_starts.pop()
-        self.loop_depth -= 1
-
-    def st_For(self, stmt: cst.For) -> None:
-        iterable = self.exprs.ev(stmt.iter)
-
-        sources = [stmt.iter] + ([a.value for a in stmt.iter.args] if type(stmt.iter) is cst.Call else [])
-        if any(
-            (type(n) is cst.Name and n.value in self.params) or is_self_attribute(n) for n in sources
-        ):
-            # Elements of a parameter or of an attribute (`for t in tensors:`, `for op in
-            # self.send_ops:`) were made before this call: the caller's values.
-            self.param_elements.update(_target_names(stmt.target))
-
-        enumerated = _enumerated(stmt)
-        # The loop's variables, and the pass of the body walked now (see `_loop_passes`).
-        loop = [id(stmt), frozenset(_target_names(stmt.target)), -1]
-
-        def body() -> None:
-            loop[2] += 1
-            if enumerated is None:
-                self.assign(stmt.target, self.exprs.element_of(iterable, stmt.target, stmt.iter), stmt)
-            else:  # `for i, t in enumerate(xs)`: `t` is what `for t in xs` binds
-                counter, target, source = enumerated
-                self.assign(counter, HOST, stmt)
-                self.assign(target, self.exprs.element_of(self.exprs.ev(source), target, source), stmt)
-            self.suite(stmt.body)
-
-        self.for_loops.append(loop)
-        try:
-            self.loop(body)
-        finally:
-            self.for_loops.pop()
-        if stmt.orelse is not None:
-            self.suite(stmt.orelse.body)
-
-    def st_While(self, stmt: cst.While) -> None:
-        if self.exprs.query_poll(stmt.test):
-            return  # `while not e.query(): ...` is a host synchronization on e
-        self.exprs.condition(stmt.test)
-
-        def body() -> None:
-            self.suite(stmt.body)
-            self.exprs.condition(stmt.test)
-
-        self.loop(body)
-        if stmt.orelse is not None:
-            self.suite(stmt.orelse.body)
-
-    def st_With(self, stmt: cst.With) -> None:
-        opened = self.open_with(stmt)
-        self.suite(stmt.body)
-        self.close_with(opened)
-
-    def open_with(self, stmt: cst.With) -> list:
-        """Enter the contexts of ``stmt``'s items; return what :meth:`close_with` needs to leave
-        them: the stream current before, how many block streams and graph captures were begun,
-        and the exits of ``@contextmanager`` helpers walked on entry."""
-        saved_current = self.state.current
-        pushed = 0
-        graph = 0
-        exits = []
-        for item in stmt.items:
-            leave = enter_context_manager(self, item.item) if self.context_managers or self.class_methods else None
-            if leave is not None:
-                exits.append(leave)
-                if item.asname is not None:
-                    self.assign(item.asname.name, None, stmt)
-                continue
-            hint = dotted(item.asname.name) if item.asname is not None else None
-            kind, value = self.exprs.context(item.item, hint)
-            if kind in ("stream", "stream-itself") and isinstance(value, StreamValue):
-                self.state.current = value
-                self.block_streams.append(value)
-                pushed += 1
-            elif kind == "graph":
-                self.emit(OpKind.GRAPH_CAPTURE, item.item)
-                self.graph_depth += 1
-                graph += 1
-            if item.asname is not None and kind not in ("stream", "graph"):
-                # `with torch.Stream(0) as s0:` binds the stream, whose `__enter__` returns it;
-                # `torch.cuda.stream(s)`'s context returns nothing.
-                self.assign(item.asname.name, value, stmt)
-        return [saved_current, pushed, graph, exits]
-
-    def close_with(self, opened: list, restore: bool = True) -> None:
-        """Leave what :meth:`open_with` entered (once: a second call does nothing). ``restore=False``
-        only closes the blocks, for a path that ended inside them."""
-        if not opened:
-            return
-        saved_current, pushed, graph, exits = opened
-        opened.clear()
-        if restore:
-            for leave in reversed(exits):
-                leave()
-        for _ in range(pushed):
-            self.block_streams.pop()
-        self.graph_depth -= graph
-        if restore and not self.state.dead:
-            self.state.current = saved_current
-
-    def st_WithEntry(self, entry) -> None:
-        """A ``@contextmanager`` helper's ``with`` around its ``yield``, on entry: its contexts
-        stay open over the caller's block (:mod:`.context_managers`)."""
-        entry.opened[:] = self.open_with(entry.stmt)
-
-    def st_WithExit(self, exit_) -> None:
-        self.close_with(exit_.entry.opened)
-
-    def st_Try(self, stmt: cst.Try) -> None:
-        start = self.state.copy()
-        self.suite(stmt.body)
-        if stmt.orelse is not None:
-            self.suite(stmt.orelse.body)
-        after_body = self.state
-        result = after_body
-        for handler in stmt.handlers:
-            self.state = join(start, after_body)
-            self.state.dead = False
-            self.suite(handler.body)
-            result = join(result, self.state)
-        self.state = result
-        if stmt.finalbody is not None:
-            was_dead = self.state.dead
-            self.state.dead = False
-            self.suite(stmt.finalbody.body)
-            self.state.dead = self.state.dead or was_dead
-
-    st_TryStar = st_Try
-
-    def st_Match(self, stmt) -> None:
-        self.exprs.ev(stmt.subject)
-        arms = [lambda case=case: self.suite(case.body) for case in stmt.cases]
-        self.branch(*arms, lambda: None)
+    # -- definitions -----------------------------------------------------------------------------
 
     def st_FunctionDef(self, stmt: cst.FunctionDef) -> None:
         # Nested functions are analysed on their own; what they capture outlives this frame.
@@ -1510,23 +1024,6 @@ def _item_hint(target: cst.BaseExpression, code) -> Optional[str]:
     text = code(target)
     return text if len(text) <= 40 and "\n" not in text else None
 
-
-def _enumerated(stmt: cst.For):
-    """(counter, element target, the sequence) of ``for i, t in enumerate(xs):``, else None."""
-    call, target = stmt.iter, stmt.target
-    if not (
-        type(call) is cst.Call
-        and type(call.func) is cst.Name
-        and call.func.value == "enumerate"
-        and len(call.args) == 1
-        and call.args[0].keyword is None
-        and not call.args[0].star
-        and isinstance(target, (cst.Tuple, cst.List))
-        and len(target.elements) == 2
-        and not any(type(e) is cst.StarredElement for e in target.elements)
-    ):
-        return None
-    return target.elements[0].value, target.elements[1].value, call.args[0].value
 
 
 def _store_direction(sources: list, destinations: list) -> Optional[str]:
