@@ -623,3 +623,47 @@ def test_only_a_straight_path_to_one_yield_splits_a_context_manager():
     assert halves(function("if s:\n    with torch.cuda.stream(s):\n        yield\n")) is None
     assert halves(function("with torch.cuda.stream(s):\n    yield\nyield\n")) is None
     assert halves(function("for _ in range(2):\n    yield\n")) is None
+
+
+def test_next_of_an_iterator_binds_an_element_and_runs_nothing():
+    """``batch = next(it)`` is what ``for batch in it`` binds, not a kernel on the current stream
+    that writes ``batch``."""
+    f = model_of(
+        """
+        import torch
+        def f(it, s, device, flag):
+            batch = next(it)
+            with torch.cuda.stream(s):
+                out = batch.to(device, non_blocking=flag)
+            return out
+        """,
+        "f",
+    )
+    writes = [w.label for op in ops(f, OpKind.ACCESS) for w in op.writes]
+    assert "batch" not in writes
+    assert [op.kind for op in f.ops if op.stream.key == "<default>" and op.kind == OpKind.ACCESS] == []
+
+
+def test_a_stream_chosen_by_configuration_is_the_side_stream_where_it_waited():
+    """``stream = side`` (after a wait) on one arm, the current stream on the other: a block on
+    ``stream`` runs on the side stream, which waited wherever it was chosen."""
+    source = """
+        import torch
+        def f(x, overlap):
+            side = torch.cuda.Stream()
+            y = x * 2
+            if overlap:
+                stream = side
+                WAIT
+            else:
+                stream = torch.cuda.current_stream()
+            with torch.cuda.stream(stream):
+                z = y + 1
+            torch.cuda.current_stream().wait_stream(stream)
+            return z
+        """
+    waited = model_of(source.replace("WAIT", "stream.wait_stream(torch.cuda.current_stream())"), "f")
+    assert [op.stream.key for op in ops(waited, OpKind.ACCESS)] == ["<default>", "side@1"]
+    assert waited.hazards == []
+    unwaited = model_of(source.replace("WAIT", "pass"), "f")
+    assert [(h.first.storage.label, h.second.op.stream.key) for h in unwaited.hazards] == [("y", "side@1")]

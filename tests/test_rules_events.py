@@ -246,6 +246,35 @@ def test_syn205_blocking_upload_of_a_host_tensor_paces_the_loop(binding, upload,
     assert bool(found(source, "SYN205")) is flagged
 
 
+@pytest.mark.parametrize(
+    "callee, flagged",
+    [
+        ("train", False),
+        ("train_one_epoch", False),
+        ("evaluate", False),
+        ("validate_model", False),
+        ("train_loop_func", False),
+        ("run_epoch", False),
+        # Not named for a pass over the data: taken to launch work and return.
+        ("forward_step", True),
+        ("retrain_head", True),
+        ("compute", True),
+    ],
+)
+def test_syn205_a_function_running_a_whole_loop_may_synchronize(callee, flagged) -> None:
+    source = """
+    import time
+    import torch
+
+    def run(model, loader, fn):
+        x = torch.ones(8, device="cuda")
+        start = time.time()
+        CALLEE(model, loader, x)
+        return time.time() - start
+    """.replace("CALLEE", callee)
+    assert bool(found(source, "SYN205")) is flagged
+
+
 def test_syn206_work_on_parameter_stream_is_not_judged() -> None:
     source = textwrap.dedent("""
     import torch

@@ -52,6 +52,23 @@ _STREAM_ONLY_METHODS = {"wait_stream", "wait_event", "record_event"}
 _SETTER_NAME = re.compile(r"set_[A-Za-z0-9]")
 
 
+#: A function named for a whole pass over the data (``train``, ``train_one_epoch``,
+#: ``evaluate``, ``validate``, ``train_loop_func``): a loop over batches, which nearly always reads
+#: its loss or metric on the host every iteration. Handed tensors, it is taken to synchronize
+#: before it returns (``Op.opaque``), as a method of another object is: the caller's clock around
+#: it is off by at most the tail of one iteration.
+_RUNS_A_LOOP = re.compile(
+    r"(?i:^(train|training|evaluate|evaluation|validate|validation|fit)(_|$)"
+    r"|(^|_)(loop|epoch|epochs)(_|$))"
+)
+
+
+def runs_a_loop(name: str) -> bool:
+    """Is ``name`` (a callee's last name) one of a function that runs a training or evaluation
+    loop (:data:`_RUNS_A_LOOP`)?"""
+    return _RUNS_A_LOOP.search(name) is not None
+
+
 def a_setter(node: cst.Call, name: str) -> bool:
     """A call of a function or method named ``set_<something>`` with one plain argument: it keeps
     the value (MindSpeed's ``set_actual_seq_len(buffer)``, right after the buffer's receive was

@@ -21,6 +21,7 @@ from synclint.model.call_args import (
     _positional,
     _string,
     a_setter,
+    runs_a_loop,
 )
 from synclint.model.inlining import can_inline, inline_call
 from synclint.model.resolver import canonical, dotted
@@ -40,7 +41,6 @@ from synclint.model.values import (
     holds_work,
     storages_of,
 )
-
 
 #: Factories that build a tensor from data: from host data (not a tensor) onto a device, a
 #: blocking copy.
@@ -88,6 +88,11 @@ class CallSemantics:
                 return self.qualified_call(node, f"torch.cuda.{method}", hint)
             if isinstance(receiver, StreamValue):
                 return self.stream_method(node, receiver, method)
+            chosen = self.chosen_stream(receiver)
+            if chosen is not None:
+                if method == "synchronize":
+                    return self.synchronize_chosen(node, chosen)
+                return self.stream_method(node, chosen, method)
             if isinstance(receiver, EventValue):
                 return self.event_method(node, receiver, method)
             if isinstance(receiver, WorkValue):
@@ -231,6 +236,8 @@ class CallSemantics:
                 self.sync_stream(node, self.state.current, "blocking-read")
             if summary.returns_current_stream:
                 return self.state.current
+            if summary.returns_device_tensor is not None:
+                return self._made_by_helper(node, name, hint, summary.returns_device_tensor)
             return None
         if name in api.HOST_CONVERSIONS:
             storages = self.arg_storages(node)
@@ -246,6 +253,11 @@ class CallSemantics:
             for storage in self.arg_storages(node):
                 storage.root.escapes = True
             return None
+        if name == "next" and node.args:
+            # `batch = next(self._dataloader_iter)`: an element of the iterator, as `for batch in
+            # ...` would bind; taking it runs no kernel (whatever made it ran before).
+            values = self.args(node)
+            return self.element_of(values[0], node, node.args[0].value)
         if name in api.HOST_BUILTINS:
             values = self.args(node)
             if name in ("list", "tuple", "sorted", "reversed") and values:
@@ -367,8 +379,34 @@ class CallSemantics:
             return None
         # An object built from tensors (`BroadcastOperation(bucket=buf)`): what its constructor
         # does is unknown, a synchronization included (see ``Op.opaque``).
-        constructor = name.rsplit(".", 1)[-1][:1].isupper()
-        return self._unknown_result_after_handed_work(values, node, storages, hint, constructor)
+        tail = name.rsplit(".", 1)[-1]
+        constructor = tail[:1].isupper()
+        # A function that runs a whole training or evaluation loop (`train_loop(model, loader,
+        # mean, std)`) may as well synchronize before it returns (`runs_a_loop`).
+        opaque = constructor or runs_a_loop(tail)
+        return self._unknown_result_after_handed_work(values, node, storages, hint, opaque)
+
+    def _made_by_helper(self, node: cst.Call, name: str, hint: Optional[str], count: int):
+        """Device tensors a helper of the file made and returned (``x = get_data(8)``; a tuple of
+        ``count`` of them when ``count`` is not 0): written on the current stream, where the
+        helper's kernels ran."""
+        made = [
+            self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current, device="cuda")
+            for _ in range(max(count, 1))
+        ]
+        op = self.i.emit(OpKind.ACCESS, node, writes=tuple(made), qualname=name)
+        for storage in made:
+            self.i.access(op, storage, "write")
+        return TupleValue(tuple(made)) if count else made[0]
+
+    def synchronize_chosen(self, node: cst.Call, chosen: StreamValue):
+        """``stream.synchronize()`` on a stream chosen by configuration (:meth:`chosen_stream`):
+        the host waits for the side stream where it was chosen, for the caller's stream where
+        that was; both are taken as waited for (precision first)."""
+        self.args(node)
+        self.sync_stream(node, chosen, "stream")
+        self.sync_stream(node, self.state.current, "stream")
+        return HOST
 
     def kept(self, values) -> None:
         """``xs.append(t)``, ``set_actual_seq_len(buf)``: the callee keeps the values (in a

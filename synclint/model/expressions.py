@@ -334,7 +334,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             streams = [v for v in value.values if isinstance(v, StreamValue)]
             if streams and all(s.key == streams[0].key for s in streams):
                 return streams[0]
-            return None
+            return self.chosen_stream(value)
         if node is None or value is not None and not isinstance(value, (Storage,)):
             return None
         key = dotted(node)
@@ -356,6 +356,26 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if key.startswith("self.") or key in self.state.env:
             self.state.env[key] = stream
         return stream
+
+    def chosen_stream(self, value) -> Optional[StreamValue]:
+        """The side stream of a stream chosen by configuration: a value that is, on some paths, one
+        stream other than the caller's and, on the others, the caller's own stream (``stream =
+        self.reduction_stream if self.overlap_comm else torch.cuda.current_stream()``). Where the
+        caller's stream is chosen, work on ``stream`` runs in program order and cannot race;
+        where the side stream is chosen it can. So the value is judged as the side stream:
+        a block ``with torch.cuda.stream(stream):`` runs on it, and waits and recordings on
+        ``stream`` are its own (on the other paths they are waits of a stream on itself).
+        ``stream.synchronize()`` is the exception (:meth:`CallSemantics.synchronize_chosen`):
+        on the other paths it waits for the caller's stream. None for anything else."""
+        if not isinstance(value, Alternatives):
+            return None
+        if not all(isinstance(v, StreamValue) for v in value.values):
+            return None
+        own = {self.i.entry.key, self.state.current.key}
+        others = {v.key: v for v in value.values if v.key not in own}
+        if len(others) != 1 or len(others) == len({v.key for v in value.values}):
+            return None
+        return next(iter(others.values()))
 
     def as_event(self, node: cst.BaseExpression, value) -> Optional[EventValue]:
         if isinstance(value, EventValue):

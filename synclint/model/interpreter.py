@@ -102,6 +102,10 @@ class FunctionSummary:
         #: ``to_python_float``): for the caller, a blocking read on its current stream.
         self.waits_for_current_stream = False
         self.returns_current_stream = False
+        #: Every ``return`` gives back tensors it made on the device (``return torch.randint(...,
+        #: device="cuda")``): for the caller, device tensors written on its current stream. None
+        #: when not; 0 for one tensor; n for a tuple of n (``return input_ids, attention_mask``).
+        self.returns_device_tensor: Optional[int] = None
 
 
 _UNSEEN = object()

@@ -167,7 +167,9 @@ class KnownValueMethods:
             self.args(node)
             self.mark_tensor(storages)
             return TupleValue(tuple(storages[:1]))
-        if method in api.VIEW_METHODS:
+        if method in api.VIEW_METHODS and not (
+            method in _COPY_WHEN_TRANSPOSED and _transposed(node.func.value)
+        ):
             self.args(node)
             self.mark_tensor(storages)
             return receiver
@@ -348,6 +350,22 @@ class KnownValueMethods:
             return result
         self.emit_copy(node, src, result, non_blocking, direction, guessed)
         return result
+
+
+#: View methods that copy when their receiver is a transposed view: the data must be laid out
+#: anew (``lse.transpose(0, 1).contiguous()``, ``x.permute(0, 2, 1).reshape(n, -1)``), a kernel
+#: that reads the tensor, like ``.clone()``.
+_COPY_WHEN_TRANSPOSED = frozenset({"contiguous", "reshape", "flatten"})
+_TRANSPOSING_METHODS = frozenset({"transpose", "t", "permute", "movedim", "swapaxes", "swapdims"})
+_TRANSPOSING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+
+
+def _transposed(node: cst.BaseExpression) -> bool:
+    """Is ``node`` a transposed view written out (``x.transpose(0, 1)``, ``x.permute(...)``,
+    ``x.t()``, ``x.mT``)?"""
+    if type(node) is cst.Call and type(node.func) is cst.Attribute:
+        return node.func.attr.value in _TRANSPOSING_METHODS
+    return type(node) is cst.Attribute and node.attr.value in _TRANSPOSING_ATTRIBUTES
 
 
 def _names_a_dtype(value) -> bool:

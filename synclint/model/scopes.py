@@ -132,7 +132,8 @@ class _Builder:
         turned out to synchronize (so a helper calling it is seen as synchronizing too).
 
         A caller learns only these facts of a helper (it synchronizes the device, it waits for the
-        stream it is called on, it returns that stream): :mod:`synclint.slicing` relies on it
+        stream it is called on, it returns that stream, it returns a tensor it made on the
+        device): :mod:`synclint.slicing` relies on it
         (it keeps the helpers relevant code names, not the callers of relevant code). Anything
         more passed from one top-level definition to another must be taught to the slicer too."""
         text = self.source if self.source is not None else self.module.code
@@ -162,6 +163,7 @@ class _Builder:
                     for op in model.ops
                 )
                 summary.returns_current_stream = interp.returned_stream
+                summary.returns_device_tensor = _returns_a_device_tensor(function, interp)
                 self.summaries[function.name.value] = summary
 
     def summarise_methods(self, classes: list[cst.ClassDef]) -> dict[str, frozenset[str]]:
@@ -300,7 +302,14 @@ class _Builder:
             for interp in [*first_round.values(), *([init_interp] if init_interp else [])]
             for op in interp.model.ops
         )
-        settled = not self._returns and (
+        # A non-blocking copy from or into host memory that a method leaves running races with
+        # the next call's host writes on one stream too (SYN304: `self._cpu_buf.zero_()` at the
+        # top of the method that uploads it at the bottom), so it is replayed as well.
+        host_in_flight = any(
+            a.op.copy is not None and a.op.copy.non_blocking and a.storage.on_host
+            for e in exports for a in e.accesses
+        )
+        settled = not self._returns and not host_in_flight and (
             single_stream
             or (
                 not any(e.accesses or e.events for e in exports[1:])
@@ -387,7 +396,7 @@ class _SeenSummaries:
 
     def __init__(self, summaries: dict[str, FunctionSummary]) -> None:
         self._summaries = summaries
-        self.seen: dict[str, Optional[tuple[bool, bool, bool]]] = {}
+        self.seen: dict[str, Optional[tuple[bool, ...]]] = {}
 
     def get(self, name: str, default=None):
         found = self._summaries.get(name, default)
@@ -411,10 +420,35 @@ def _returns_self(method: cst.FunctionDef) -> bool:
     )
 
 
-def _facts(summary: Optional[FunctionSummary]) -> Optional[tuple[bool, bool, bool]]:
+def _returns_a_device_tensor(function: cst.FunctionDef, interp: Interpreter) -> Optional[int]:
+    """Does every ``return`` of ``function`` give back tensors the helper made itself on the
+    device (``return torch.randint(0, 10, shape, device="cuda")``, or a tuple of them, ``return
+    ids, mask``)? 0 for one tensor, n for a tuple of n, None otherwise (a parameter handed back,
+    a tensor of unknown device, returns of different shapes)."""
+    values = returned_values(function)
+    returned = interp.returned_storages
+    if not values or not returned:
+        return None
+    sizes = {len(v.elements) if type(v) is cst.Tuple else 0 for v in values}
+    if len(sizes) != 1:
+        return None
+    size = sizes.pop()
+    if len(returned) != len(values) * max(size, 1):
+        return None
+    if not all(s.tensor and s.root.device == "cuda" and s.root.origin == "local" for s in returned):
+        return None
+    return size
+
+
+def _facts(summary: Optional[FunctionSummary]) -> Optional[tuple[bool, ...]]:
     if summary is None:
         return None
-    return (summary.synchronizes, summary.waits_for_current_stream, summary.returns_current_stream)
+    return (
+        summary.synchronizes,
+        summary.waits_for_current_stream,
+        summary.returns_current_stream,
+        summary.returns_device_tensor,
+    )
 
 
 def _guarded(model: FunctionModel, run) -> None:

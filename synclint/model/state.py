@@ -98,12 +98,18 @@ def join(a: State, b: State) -> State:
     out = State(current=a.current, env=dict(a.env), history=dict(a.history), born=a.born | b.born)
     # Most names are bound to the same object on both paths: find the others in one pass.
     env, mine_of = out.env, a.env.get
+    chosen: list = []  # (the state that chose a side stream, its key): see below
     for name, value in [(n, v) for n, v in b.env.items() if mine_of(n, _MISSING) is not v]:
         mine = env.get(name)
         if mine is None:
             env[name] = value
         else:
             env[name] = alternatives(mine, value)
+            if type(mine) is StreamValue and type(value) is StreamValue:
+                if value.key == b.current.key and mine.key != a.current.key:
+                    chosen.append((a, mine.key))
+                elif mine.key == a.current.key and value.key != b.current.key:
+                    chosen.append((b, value.key))
     # What the host saw on a path orders all later work on that path, so fold it in first: a
     # device wait on one arm and a host sync on the other both order what follows.
     out.vc = {k: vc_meet(a.stream_vc(k), b.stream_vc(k)) for k in set(a.vc) | set(b.vc)}
@@ -117,6 +123,13 @@ def join(a: State, b: State) -> State:
         for k in b.born - a.born:
             if k in b.vc:
                 out.vc[k] = b.stream_vc(k)
+    # `if overlap: stream = side; stream.wait_stream(current) else: stream = current`: the side
+    # stream is chosen, and made to wait, on one arm only; on the other the name is the caller's
+    # stream and the side stream is not used. What waits on it after the join (a block `with
+    # torch.cuda.stream(stream):`) runs where it was chosen, so its clock is that arm's.
+    for chooser, key in chosen:
+        if key in chooser.vc:
+            out.vc[key] = chooser.stream_vc(key)
     out.host_vc = vc_meet(a.host_vc, b.host_vc)
     out.issued = vc_join(a.issued, b.issued)
     for key in set(a.events) | set(b.events):
