@@ -175,6 +175,37 @@ def test_syn304_says_whether_the_copy_in_flight_reads_or_writes_the_buffer() -> 
     assert found[0].data["first"]["access"] == "read"
 
 
+def test_syn304_one_finding_per_copy_a_method_refills_around():
+    """A pinned buffer refilled field by field before a method's upload, called once per step: one
+    finding at the first write, naming the others (which are related locations too); a write
+    racing with another copy is a finding of its own."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        class Stager:
+            def __init__(self, n):
+                self.buf = torch.empty(3, n, pin_memory=True)
+                self.other = torch.empty(n, pin_memory=True)
+                self.dev = torch.empty(3, n, device="cuda")
+                self.dev_other = torch.empty(n, device="cuda")
+
+            def upload(self, a, b, c, d):
+                self.buf[0] = a
+                self.buf[1] = b
+                self.buf[2] = c
+                self.other.zero_()
+                self.dev.copy_(self.buf, non_blocking=True)
+                self.dev_other.copy_(self.other, non_blocking=True)
+        """
+    )
+    found = sorted((d for d in lint_source(source) if d.code == "SYN304"), key=lambda d: d.span.start.line)
+    assert [d.span.start.line for d in found] == [12, 15]
+    assert found[0].message.endswith("(2 more host writes in this function race with the same copy: lines 13, 14)")
+    assert [r.span.start.line for r in found[0].related] == [16, 13, 14]
+    assert "more host write" not in found[1].message
+
+
 def test_syn301_names_a_copy_destination_by_its_receiver():
     source = textwrap.dedent(
         """

@@ -35,8 +35,13 @@ class PinnedSourceMutatedInFlight(Rule):
     text_check = staticmethod(may_copy_non_blocking)
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        """One finding per copy a function's host writes race with, at the first such write; the
+        later ones are named in it. A staging buffer refilled field by field (Megatron's
+        inference bookkeeping writes 49 lines into views of one pinned buffer) is one bug, fixed
+        by one synchronization before the first write."""
         reported: set[int] = set()
         for function in functions(ctx):
+            groups: dict[tuple, list] = {}
             for write in function.ops_of(OpKind.HOST_WRITE):
                 if id(write.site.node) in reported:
                     continue
@@ -47,10 +52,13 @@ class PinnedSourceMutatedInFlight(Rule):
                     copies = [a for a in in_flight_copies(write, role) if a.storage.pinned is True]
                     if copies:
                         reported.add(id(write.site.node))
-                        yield self._report(ctx, write, copies[0], role)
+                        key = (id(copies[0].op.site), role)
+                        groups.setdefault(key, [write, copies[0], role, []])[3].append(write)
                         break
+            for write, access, role, writes in groups.values():
+                yield self._report(ctx, write, access, role, writes[1:])
 
-    def _report(self, ctx: RuleContext, write, access, role: str) -> Diagnostic:
+    def _report(self, ctx: RuleContext, write, access, role: str, later=()) -> Diagnostic:
         copy_op = access.op.site
         label = access.storage.label
         fix_text = sync_text(copy_op.stream)
@@ -69,11 +77,20 @@ class PinnedSourceMutatedInFlight(Rule):
             f"the host writes pinned `{label}` while {race}; call `{fix_text}` (or synchronize an "
             "event recorded after the copy) before refilling it"
         )
+        later_lines = sorted({ctx.line(w.site.node) for w in later} - {ctx.line(write.site.node)})
+        if later_lines:
+            shown = ", ".join(str(n) for n in later_lines[:5]) + (", ..." if len(later_lines) > 5 else "")
+            message += (
+                f" ({len(later_lines)} more host write{'s' if len(later_lines) > 1 else ''} in this "
+                f"function race{'' if len(later_lines) > 1 else 's'} with the same copy: "
+                f"line{'s' if len(later_lines) > 1 else ''} {shown})"
+            )
         return ctx.diagnostic(
             self,
             write.site.node,
             message,
-            related=[(copy_op.node, f"non-blocking copy {'from' if role == 'src' else 'into'} the pinned buffer")],
+            related=[(copy_op.node, f"non-blocking copy {'from' if role == 'src' else 'into'} the pinned buffer")]
+            + [(w.site.node, "another host write racing with the same copy") for w in later],
             fix=insert_sync(ctx, write.site.node, fix_text, Applicability.UNSAFE),
             data=copy_vs_host_data(
                 ctx, label, "host-write-during-copy", copy_op, "read" if role == "src" else "write",
