@@ -689,19 +689,26 @@ class Interpreter(ControlFlow):
         self.exprs.stored_node = stmt.value
         value = self.exprs.ev(stmt.value) if stmt.value is not None else None
         returned = storages_of(value)
+        items: list[Storage] = []
         if type(stmt.value) is cst.Name and stmt.value.value in self._stored_items:
             # `out[k] = v.to("cuda", non_blocking=True)` on a side stream, then `return out`:
             # the dict's items are handed to the caller with it.
             env = self.state.env
-            returned = returned + [
+            items = [
                 s for key in sorted(self._stored_items[stmt.value.value]) for s in storages_of(env.get(key))
             ]
+            returned = returned + items
         self.returned_storages.extend(returned)
         # A `Work` returned is the caller's to wait on (`return work, output`), as one an unknown
         # callee took: its collective is not left open for the class's other methods.
         self.handed_work.update(id(work.node) for work in _works_in(value))
+        # The items are reached by a loop the model does not follow element by element (`for v
+        # in batch.values(): v.record_stream(...)`): a function that records streams at all is
+        # taken to record theirs.
+        records = items and any(op.kind == OpKind.RECORD_STREAM for op in self.model.ops)
         for storage in returned:
-            self.hand_off(storage, stmt)
+            if not (records and storage in items):
+                self.hand_off(storage, stmt)
             storage.escapes = True
         if isinstance(value, StreamValue):
             value.escapes = True
@@ -792,6 +799,9 @@ class Interpreter(ControlFlow):
         if type(target) is cst.Name:
             old = self.state.env.get(target.value)
             self.bind(target.value, value)
+            source = getattr(stmt, "value", None)
+            if type(source) is cst.Attribute:
+                self.alias_items(target.value, source)
             call = getattr(stmt, "value", None)
             if type(call) is cst.Call and (
                 value is None or isinstance(value, Storage) and value.alloc_node is call
@@ -875,8 +885,22 @@ class Interpreter(ControlFlow):
 
     def remember_item(self, target: cst.Subscript, value) -> None:
         """``d[k] = t``: remember ``t`` for later reads of ``d``'s items (see
-        :meth:`ExpressionEvaluator.stored_item`); only tensors, the values whose origin matters."""
-        keys = item_keys(target) if storages_of(value) else None
+        :meth:`ExpressionEvaluator.stored_item`); only tensors, the values whose origin matters.
+        Items stored in an attribute's container (``self.batch[k] = t``, BasicSR's prefetcher)
+        are remembered for one purpose only: a name later bound to the container and returned
+        (``batch = self.batch`` ... ``return batch``) hands them to the caller (see
+        :meth:`alias_items`); reads of ``self.batch[k]`` are not answered from them (another
+        method may have stored something else since)."""
+        if not storages_of(value):
+            return
+        container = dotted(target.value) if type(target.value) is cst.Attribute else None
+        if container is not None and container.startswith("self.") and len(target.slice) == 1:
+            key = f"{container}[*]"
+            old = self.state.env.get(key)
+            self.state.env[key] = value if old is None else alternatives(old, value)
+            self._stored_items.setdefault(container, set()).add(key)
+            return
+        keys = item_keys(target)
         if keys is None:
             return
         exact, any_key = keys
@@ -884,6 +908,21 @@ class Interpreter(ControlFlow):
         old = env.get(exact) if exact == any_key else None
         env[exact] = value if old is None else alternatives(old, value)
         self._stored_items.setdefault(target.value.value, set()).add(exact)
+
+    def alias_items(self, name: str, source: cst.BaseExpression) -> None:
+        """``batch = self.batch``: the tensors stored in the attribute's container (here, or by
+        another method: :meth:`remember_item`) are ``batch``'s items, as they are now; returning
+        ``batch`` hands them to the caller (:meth:`st_Return`), even after the attribute is
+        rebound (``self.preload()`` fetching the next batch)."""
+        container = dotted(source)
+        if container is None or not container.startswith("self."):
+            return
+        items = self.state.env.get(f"{container}[*]")
+        if items is None:
+            return
+        key = f"{name}[*]"
+        self.state.env[key] = items
+        self._stored_items.setdefault(name, set()).add(key)
 
     def arguments_kept(self, value) -> None:
         """``value`` is stored where it outlives this call (an attribute, a container). If an
@@ -1021,9 +1060,9 @@ class Interpreter(ControlFlow):
 
 
 def _item_hint(target: cst.BaseExpression, code) -> Optional[str]:
-    """``outputs[i]`` for a value stored into an item of a local container: what to call it in a
-    message (else the default ``tensor``)."""
-    if type(target) is not cst.Subscript or type(target.value) is not cst.Name:
+    """``outputs[i]`` for a value stored into an item of a local container (or of an attribute's,
+    ``self.batch[k]``): what to call it in a message (else the default ``tensor``)."""
+    if type(target) is not cst.Subscript or type(target.value) not in (cst.Name, cst.Attribute):
         return None
     text = code(target)
     return text if len(text) <= 40 and "\n" not in text else None

@@ -35,6 +35,7 @@ from synclint.model.values import (
     WorkValue,
     holds,
     holds_work,
+    storages_of,
 )
 from synclint.settings import AnalysisSettings
 from synclint.slicing import called_on_others, instantiated
@@ -649,7 +650,8 @@ class _Exports:
             s.id: s
             for k, v in state.env.items()
             if k.startswith("self.")
-            for s in ([v] if isinstance(v, Storage) else [])
+            # The tensors kept in an attribute's container (`self.batch[k] = t`), on any path.
+            for s in ([v] if isinstance(v, Storage) else storages_of(v) if k.endswith("[*]") else [])
         }
         # Handles kept in a container on the object (`self.works.append(work)`) are taken to be
         # waited, as every handle kept in a container is (`Interpreter.keep_in_container`):
