@@ -517,7 +517,26 @@ class CallSemantics:
         if storages:
             opaque = is_opaque_method(method)
             return self._unknown_result_after_handed_work(values, node, storages, hint, opaque)
+        if receiver is None and method.startswith("get_") and type(func.value) is cst.Attribute:
+            return self._got_from_a_store(node, hint)
         return None
+
+    def _got_from_a_store(self, node: cst.Call, hint: Optional[str]):
+        """``flat = self._store.get_flatten_grad()``: what a getter of another object hands back
+        (ColossalAI's and InternEvo's gradient and parameter stores) may be a tensor it keeps; if
+        it is used as one, it was made before this function, on the caller's stream, like a value
+        of unknown origin (:meth:`Interpreter.unknown_origin`). A value never used as a tensor
+        stays out of every finding (``Storage.tensor``)."""
+        # The same getter called again with the same arguments (here, or in a helper walked where
+        # it is called) hands back the same value: the object keeps it.
+        key = self.i.model_code(node)
+        got = self.i.got_from_stores.get(key)
+        if got is not None:
+            return got
+        storage = self.i.new_storage(hint or "<expr>", node, origin="unknown", tensor=False)
+        self.i.unknown_origin(storage)
+        self.i.got_from_stores[key] = storage
+        return storage
 
     def _unknown_result_after_handed_work(self, values, node, storages, hint, opaque: bool):
         """:meth:`unknown_result`, where a collective's ``Work`` handed with the tensors it fills

@@ -152,6 +152,9 @@ class Interpreter(ControlFlow):
         #: Container name -> the item keys stored under it (``batch[*]``, ``batch['x']``), which
         #: rebinding the name drops (see :meth:`remember_item`).
         self._stored_items: dict[str, set[str]] = {}
+        #: What getters of other objects handed back, by the call's code (see
+        #: ``CallSemantics._got_from_a_store``).
+        self.got_from_stores: dict[str, Storage] = {}
         self.resolver = resolver
         self.settings = settings
         #: Its parameters (and values met mid-function, such as queue items) were made by the
