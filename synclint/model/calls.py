@@ -34,6 +34,7 @@ from synclint.model.values import (
     EventValue,
     ModuleRef,
     Storage,
+    StreamContext,
     StreamContextFactory,
     StreamValue,
     TupleValue,
@@ -176,7 +177,15 @@ class CallSemantics:
             self.args(node)
             return i.entry
         if name in api.STREAM_CONTEXTS:
-            return None  # handled by `with`
+            # Written in a `with` item it is entered there (`ExpressionEvaluator.context` reads the
+            # call itself); evaluated anywhere else, it is a context entered later.
+            positional = _positional(node) or [
+                a.value for a in node.args if a.keyword and a.keyword.value == "stream"
+            ]
+            if not positional or (type(positional[0]) is cst.Name and positional[0].value == "None"):
+                return None
+            stream = self.as_stream(positional[0], self.ev(positional[0]))
+            return StreamContext(stream) if stream is not None else None
         if name in api.SET_STREAM:
             values = self.args(node)
             positional = _positional(node)

@@ -33,6 +33,7 @@ from synclint.model.values import (
     HostValue,
     ModuleRef,
     Storage,
+    StreamContext,
     StreamContextFactory,
     StreamList,
     StreamValue,
@@ -499,6 +500,16 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         value = self.ev(node, hint=hint)
         if isinstance(value, StreamValue):
             return "stream-itself", value
+        # `with ctx:` where `ctx = torch.cuda.stream(s)`, or that on some paths and
+        # `contextlib.nullcontext()` (no stream switch) on the others: judged on `s`, as a stream
+        # chosen by configuration is (`chosen_stream`).
+        contexts = {
+            id(v.stream): v.stream
+            for v in (value.values if isinstance(value, Alternatives) else (value,))
+            if isinstance(v, StreamContext)
+        }
+        if len(contexts) == 1:
+            return "stream", next(iter(contexts.values()))
         if isinstance(value, GraphValue):
             # `with g:` on a `torch.accelerator.Graph`: `__enter__` synchronizes the device,
             # then captures until the block ends.

@@ -163,6 +163,15 @@ class StreamContextFactory:
     stream: "StreamValue"
 
 
+@dataclass(eq=False)
+class StreamContext:
+    """``torch.cuda.stream(s)`` bound to a name and entered later (``ctx = torch.cuda.stream(s)``
+    ... ``with ctx:``; diffusers' group offloading picks it or ``nullcontext()``): entering it
+    makes ``s`` current (:meth:`ExpressionEvaluator.context`)."""
+
+    stream: "StreamValue"
+
+
 class HostValue:
     """Something that is certainly not a tensor, stream or event (numbers, strings, shapes)."""
 
