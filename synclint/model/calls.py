@@ -523,11 +523,13 @@ class CallSemantics:
             self.kept(values)
             return None
         storages = [s for v in values for s in storages_of(v)]
+        getter = receiver is None and method.startswith("get_") and type(func.value) is cst.Attribute
+        if getter and not any(s.tensor for s in storages):
+            # Handed only what is not known to be a tensor (`rank=rank`, `group_id=0`): a lookup.
+            return self._got_from_a_store(node, hint)
         if storages:
             opaque = is_opaque_method(method)
             return self._unknown_result_after_handed_work(values, node, storages, hint, opaque)
-        if receiver is None and method.startswith("get_") and type(func.value) is cst.Attribute:
-            return self._got_from_a_store(node, hint)
         return None
 
     def _got_from_a_store(self, node: cst.Call, hint: Optional[str]):
