@@ -574,8 +574,11 @@ class CallSemantics:
         device_node = _keyword(node, "device")
         device = self.device_of(device_node) if device_node is not None else None
         if device_node is None:
-            if name in api.LIKE_FACTORIES and values and storages_of(values[0]):
-                device = storages_of(values[0])[0].device
+            if name in api.LIKE_FACTORIES:
+                # `torch.zeros_like(x)` is where `x` is, unknown when `x` is (an element of
+                # `torch.split(t, ...)` indexed by a rank).
+                given = storages_of(values[0]) if values else []
+                device = given[0].device if given else None
             else:
                 device = "cpu"
         pinned = _is_true(_keyword(node, "pin_memory"))
