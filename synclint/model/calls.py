@@ -89,7 +89,7 @@ class CallSemantics:
                 return self.qualified_call(node, f"torch.cuda.{method}", hint)
             if isinstance(receiver, StreamValue):
                 return self.stream_method(node, receiver, method)
-            chosen = self.chosen_stream(receiver)
+            chosen = self.chosen_stream(receiver) if type(receiver) is Alternatives else None
             if chosen is not None:
                 if method == "synchronize":
                     return self.synchronize_chosen(node, chosen)
@@ -179,12 +179,10 @@ class CallSemantics:
         if name in api.STREAM_CONTEXTS:
             # Written in a `with` item it is entered there (`ExpressionEvaluator.context` reads the
             # call itself); evaluated anywhere else, it is a context entered later.
-            positional = _positional(node) or [
-                a.value for a in node.args if a.keyword and a.keyword.value == "stream"
-            ]
-            if not positional or (type(positional[0]) is cst.Name and positional[0].value == "None"):
+            stream_node = self.stream_context_argument(node)
+            if stream_node is None:
                 return None
-            stream = self.as_stream(positional[0], self.ev(positional[0]))
+            stream = self.as_stream(stream_node, self.ev(stream_node))
             return StreamContext(stream) if stream is not None else None
         if name in api.SET_STREAM:
             values = self.args(node)

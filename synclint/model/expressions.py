@@ -100,6 +100,12 @@ def _a_size(node: cst.BaseExpression) -> bool:
     return type(node) is cst.Attribute and node.attr.value == "shape"
 
 
+def any_item_key(container: str) -> str:
+    """Where items stored in ``container`` at an index not written out are remembered (``d[*]``,
+    ``self.batch[*]``)."""
+    return f"{container}[*]"
+
+
 def item_keys(node: cst.Subscript) -> Optional[tuple[str, str]]:
     """Where an item stored through ``node`` is remembered: ``("d['patches']", "d[*]")`` for a
     literal index, ``("d[*]", "d[*]")`` for any other single index; None for slices, several
@@ -109,7 +115,7 @@ def item_keys(node: cst.Subscript) -> Optional[tuple[str, str]]:
         return None
     container = node.value.value
     index = node.slice[0].slice.value
-    any_key = f"{container}[*]"
+    any_key = any_item_key(container)
     if type(index) in (cst.SimpleString, cst.Integer):
         return f"{container}[{index.value}]", any_key
     return any_key, any_key
@@ -475,13 +481,10 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if type(node) is cst.Call:
             callee = self.callee_name(node.func)
             if callee in api.STREAM_CONTEXTS:
-                args = _positional(node) or [a.value for a in node.args if a.keyword and a.keyword.value == "stream"]
-                if not args:
+                stream_node = self.stream_context_argument(node)
+                if stream_node is None:
                     return "none", None
-                if type(args[0]) is cst.Name and args[0].value == "None":
-                    return "none", None
-                value = self.ev(args[0])
-                return "stream", self.as_stream(args[0], value)
+                return "stream", self.as_stream(stream_node, self.ev(stream_node))
             if callee in api.GRAPH_CONTEXTS:
                 for arg in node.args:
                     self.ev(arg.value)
@@ -504,7 +507,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         # `contextlib.nullcontext()` (no stream switch) on the others: judged on `s`, as a stream
         # chosen by configuration is (`chosen_stream`).
         contexts = {
-            id(v.stream): v.stream
+            v.stream.key: v.stream
             for v in (value.values if isinstance(value, Alternatives) else (value,))
             if isinstance(v, StreamContext)
         }
@@ -516,6 +519,15 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             self.sync_device(node, "device", "torch.accelerator.Graph")
             return "graph", None
         return "other", None
+
+    @staticmethod
+    def stream_context_argument(node: cst.Call) -> Optional[cst.BaseExpression]:
+        """The stream ``torch.cuda.stream(s)`` (or ``stream=s``) enters; None for no stream
+        (``torch.cuda.stream(None)`` switches nothing)."""
+        args = _positional(node) or [a.value for a in node.args if a.keyword and a.keyword.value == "stream"]
+        if not args or (type(args[0]) is cst.Name and args[0].value == "None"):
+            return None
+        return args[0]
 
     def element_of(self, iterable, target: cst.BaseExpression, source: Optional[cst.BaseExpression] = None):
         """What a ``for`` loop over ``iterable`` (the value of ``source``) binds its target to.

@@ -28,7 +28,7 @@ from synclint.model.call_args import (
     is_flag_parameter,
 )
 from synclint.model.control_flow import ControlFlow
-from synclint.model.expressions import item_keys
+from synclint.model.expressions import any_item_key, item_keys
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted
 from synclint.model.state import EventState, State, alternatives, vc_join
@@ -898,7 +898,7 @@ class Interpreter(ControlFlow):
             return
         container = dotted(target.value) if type(target.value) is cst.Attribute else None
         if container is not None and container.startswith("self.") and len(target.slice) == 1:
-            key = f"{container}[*]"
+            key = any_item_key(container)
             old = self.state.env.get(key)
             self.state.env[key] = value if old is None else alternatives(old, value)
             self._stored_items.setdefault(container, set()).add(key)
@@ -920,10 +920,10 @@ class Interpreter(ControlFlow):
         container = dotted(source)
         if container is None or not container.startswith("self."):
             return
-        items = self.state.env.get(f"{container}[*]")
+        items = self.state.env.get(any_item_key(container))
         if items is None:
             return
-        key = f"{name}[*]"
+        key = any_item_key(name)
         self.state.env[key] = items
         self._stored_items.setdefault(name, set()).add(key)
 

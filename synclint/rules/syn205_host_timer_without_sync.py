@@ -226,9 +226,10 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
     around_end = {id(a) for a in ancestors(ctx, end.node)}
     first, second = source_order(start.node), source_order(end.node)
     starts_later_in_body = first is not None and second is not None and first > second
+    host_paced = _copies_from_the_host_each_pass(function)
     anchors = [
         s for s in function.ops_of(OpKind.HOST_SYNC)
-        if (s.sync_kind in _LOOP_ANCHORS or _copies_from_the_host_each_pass(function, s))
+        if (s.sync_kind in _LOOP_ANCHORS or (s.sync_kind == "blocking-copy" and id(s.node) in host_paced))
         and waits_for(s, work)
         and dominates(s.node, work.node, parents)
     ]
@@ -255,28 +256,31 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
     return False
 
 
-def _copies_from_the_host_each_pass(function, sync) -> bool:
-    """Is ``sync`` the wait of a blocking copy (``batch[0].to(0)``) that, on each pass the model
-    made of its loop, copied from memory known to be the host's? Such a copy waits for the current
+def _copies_from_the_host_each_pass(function) -> set[int]:
+    """The nodes (by id) of blocking copies (``batch[0].to(0)``) that, on each pass the model made
+    of their loop, copied from memory known to be the host's. Such a copy waits for the current
     stream every time it runs (PyTorch's blocking copies end in a stream synchronization). The
     model walks a loop body twice, and a copy whose source was rebound to its result in the
     first pass (``x = x.cuda()``) copies from the device in the second, where no wait is
     emitted: so every copy made at the node must have its wait, from a source known to be host
     memory before the copy (a tensor of unknown device that is uploaded is taken for host memory
     because of the upload, which proves nothing), and there must be two of them (a loop nested
-    too deep to be walked twice proves nothing)."""
-    if sync.sync_kind != "blocking-copy":
-        return False
-    copies = [op for op in function.ops_of(OpKind.COPY) if op.node is sync.node]
-    waits = [
-        op for op in function.ops_of(OpKind.HOST_SYNC)
-        if op.node is sync.node and op.sync_kind == "blocking-copy"
-    ]
-    return len(copies) >= 2 and len(waits) == len(copies) and all(
-        op.copy is not None and op.copy.src is not None and op.copy.src.on_host
-        and not op.copy.src_guessed
-        for op in copies
-    )
+    too deep to be walked twice proves nothing). One pass over the function's ops."""
+    copies: dict[int, list] = {}
+    waits: dict[int, int] = {}
+    for op in function.ops:
+        if op.kind == OpKind.COPY:
+            copies.setdefault(id(op.node), []).append(op)
+        elif op.kind == OpKind.HOST_SYNC and op.sync_kind == "blocking-copy":
+            waits[id(op.node)] = waits.get(id(op.node), 0) + 1
+    return {
+        node for node, made in copies.items()
+        if len(made) >= 2 and waits.get(node, 0) == len(made) and all(
+            op.copy is not None and op.copy.src is not None and op.copy.src.on_host
+            and not op.copy.src_guessed
+            for op in made
+        )
+    }
 
 
 def _inside_timed_events(function, start, end) -> bool:
