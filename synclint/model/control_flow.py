@@ -109,6 +109,100 @@ def _enumerated(stmt: cst.For):
     return target.elements[0].value, target.elements[1].value, call.args[0].value
 
 
+def _counter_of(stmt: cst.For) -> Optional[tuple[str, int]]:
+    """(name, first value) of the counter of ``for i in range(n)``, ``range(a, n)`` and
+    ``range(a, n, k)`` with literal ``a`` and ``k > 0``, or ``for i, x in enumerate(xs)``; else
+    None. From its second iteration on such a counter is past its first value."""
+    enumerated = _enumerated(stmt)
+    if enumerated is not None:
+        return (enumerated[0].value, 0) if type(enumerated[0]) is cst.Name else None
+    call = stmt.iter
+    if not (
+        type(stmt.target) is cst.Name
+        and type(call) is cst.Call
+        and type(call.func) is cst.Name
+        and call.func.value == "range"
+        and 1 <= len(call.args) <= 3
+        and all(a.keyword is None and not a.star for a in call.args)
+    ):
+        return None
+    args = [a.value for a in call.args]
+    start = 0
+    if len(args) >= 2:
+        if type(args[0]) is not cst.Integer:
+            return None
+        start = int(args[0].evaluated_value)
+    if len(args) == 3 and not (type(args[2]) is cst.Integer and int(args[2].evaluated_value) > 0):
+        return None
+    return stmt.target.value, start
+
+
+class _Rebinds(cst.CSTVisitor):
+    """Does a loop body bind ``name`` itself (``i += 1``, ``for i in ...``, ``(i := ...)``)?
+    Then its value in a later iteration is not the loop's to say."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found = False
+
+    def _target(self, target) -> None:
+        if self.name in _target_names(target):
+            self.found = True
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node.target)
+
+
+class _Moduli(cst.CSTVisitor):
+    """The texts ``K`` of every ``name % K`` in a loop body (a ring of ``K`` buffers or streams
+    indexed by the loop's counter)."""
+
+    def __init__(self, name: str, code: Callable[[cst.CSTNode], str]) -> None:
+        self.name, self.code = name, code
+        self.found: set[str] = set()
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if (
+            type(node.operator) is cst.Modulo
+            and type(node.left) is cst.Name
+            and node.left.value == self.name
+        ):
+            self.found.add(self.code(node.right))
+
+
+#: ``<counter> OP <literal>``: is it certainly true (True) or false (False) once the counter is past
+#: its first value ``start``? By the literal ``v``, given ``counter >= start + 1``.
+_PAST_START = {
+    cst.GreaterThan: lambda v, start: True if v <= start else None,
+    cst.GreaterThanEqual: lambda v, start: True if v <= start + 1 else None,
+    cst.NotEqual: lambda v, start: True if v <= start else None,
+    cst.Equal: lambda v, start: False if v <= start else None,
+    cst.LessThan: lambda v, start: False if v <= start + 1 else None,
+    cst.LessThanEqual: lambda v, start: False if v <= start else None,
+}
+#: The same comparison with its sides swapped (``0 < i`` is ``i > 0``).
+_MIRRORED = {
+    cst.GreaterThan: cst.LessThan,
+    cst.LessThan: cst.GreaterThan,
+    cst.GreaterThanEqual: cst.LessThanEqual,
+    cst.LessThanEqual: cst.GreaterThanEqual,
+    cst.Equal: cst.Equal,
+    cst.NotEqual: cst.NotEqual,
+}
+
+
 def _target_names(target: cst.BaseExpression) -> set:
     if type(target) is cst.Name:
         return {target.value}
@@ -162,10 +256,63 @@ class ControlFlow:
             return None
         return (constants == {"True"}) != negated
 
+    def counter_guard(self, test: cst.BaseExpression) -> Optional[bool]:
+        """The value of a test of an enclosing loop's counter in the body's second pass, which
+        stands for the iterations after the first: ``if i > 0:`` (``i >= 1``, ``i != 0``, ``if
+        i:``) is true there, ``if i == 0:`` false. So is ``if i >= K:`` where the body indexes a
+        ring by ``i % K``: while ``i < K`` each element of the ring is used for the first time, so
+        the warm-up iterations have nothing of an earlier one to wait for (flashpack refills
+        pinned buffer ``i % K`` after synchronizing stream ``i % K``, from the ``K``-th chunk on).
+        None when the test is anything else, or in the first pass."""
+        negated = False
+        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, negated = test.expression, not negated
+        if type(test) is cst.Name:
+            left, operator, right = test, cst.NotEqual, cst.Integer("0")
+        elif type(test) is cst.Comparison and len(test.comparisons) == 1:
+            left, operator, right = test.left, type(test.comparisons[0].operator), test.comparisons[0].comparator
+            if type(left) is not cst.Name and type(right) is cst.Name:
+                left, right, operator = right, left, _MIRRORED.get(operator)
+        else:
+            return None
+        if type(left) is not cst.Name or operator not in _PAST_START:
+            return None
+        for stmt, (name, start), walked, learnt in reversed(self.counted_loops):
+            if name != left.value:
+                continue
+            if walked[2] < 1 or self._rebinds(stmt, name, learnt):
+                return None
+            if type(right) is cst.Integer:
+                value = _PAST_START[operator](int(right.evaluated_value), start)
+            elif operator in (cst.GreaterThanEqual, cst.LessThan) and self._ring_size(stmt, name, learnt, right):
+                value = operator is cst.GreaterThanEqual
+            else:
+                return None
+            return None if value is None else value != negated
+        return None
+
+    @staticmethod
+    def _rebinds(stmt: cst.For, name: str, learnt: dict) -> bool:
+        if "rebinds" not in learnt:
+            visitor = _Rebinds(name)
+            stmt.body.visit(visitor)
+            learnt["rebinds"] = visitor.found
+        return learnt["rebinds"]
+
+    def _ring_size(self, stmt: cst.For, name: str, learnt: dict, bound: cst.BaseExpression) -> bool:
+        """Does the loop body index something by ``counter % bound`` (the same text)?"""
+        if "moduli" not in learnt:
+            visitor = _Moduli(name, self.model_code)
+            stmt.body.visit(visitor)
+            learnt["moduli"] = visitor.found
+        return self.model_code(bound) in learnt["moduli"]
+
     def st_If(self, stmt: cst.If) -> None:
         """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
         Each ``elif`` test is evaluated on the path where the earlier tests failed."""
         switch = self.constant_switch(stmt.test)
+        if switch is None and self.counted_loops:
+            switch = self.counter_guard(stmt.test)
         if switch is not None:
             # Only one arm can run: the other is dead code, whatever it does.
             if switch:
@@ -438,11 +585,16 @@ class ControlFlow:
                 self.assign(target, self.exprs.element_of(self.exprs.ev(source), target, source), stmt)
             self.suite(stmt.body)
 
+        counter = _counter_of(stmt)
         self.for_loops.append(loop)
+        if counter is not None:
+            self.counted_loops.append((stmt, counter, loop, {}))
         try:
             self.loop(body)
         finally:
             self.for_loops.pop()
+            if counter is not None:
+                self.counted_loops.pop()
         if stmt.orelse is not None:
             self.suite(stmt.orelse.body)
 

@@ -214,6 +214,9 @@ class Interpreter(ControlFlow):
         self.file_names_a_device = True
         #: Enclosing ``for`` loops: [id of the statement, its variables, pass of the body].
         self.for_loops: list[list] = []
+        #: Enclosing ``for`` loops over a counter (:meth:`ControlFlow.counter_guard`): [the
+        #: statement, (counter, first value), its ``for_loops`` entry, what was learnt of its body].
+        self.counted_loops: list[tuple] = []
         self.inline_stack: list[str] = []
         self.inline_returns: list[list] = []
         self.inline_keep: list[Callable[[], set[int]]] = []  # see inlining._HeldBy
