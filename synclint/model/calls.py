@@ -49,11 +49,13 @@ _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 
 
 def _handles_in(value) -> list:
-    """The ``Work`` handles in ``value``: itself, or the items of a tuple or list literal."""
+    """The ``Work`` handles in ``value``: itself, the items of a tuple or list literal, or the
+    handles it may be on different paths."""
     if isinstance(value, WorkValue):
         return [value]
-    if isinstance(value, TupleValue):
-        return [item for item in value.items if isinstance(item, WorkValue)]
+    if isinstance(value, (TupleValue, Alternatives)):
+        items = value.items if isinstance(value, TupleValue) else value.values
+        return [item for item in items if isinstance(item, WorkValue)]
     return []
 
 
@@ -549,10 +551,16 @@ class CallSemantics:
 
     def _unknown_result_after_handed_work(self, values, node, storages, hint, opaque: bool):
         """:meth:`unknown_result`, where a collective's ``Work`` handed with the tensors it fills
-        (nnscaler's ``AsyncCommHandler().submit(tensor, [work])``) is the callee's to wait on
+        (nnscaler's ``AsyncCommHandler().submit(tensor, [work])``, or a list of handles appended
+        to, as in starrygl's ``CacheUpdateFuture(works, recv)``) is the callee's to wait on
         before it uses them: the call's own use of the tensors runs after the collective. Only
         that use: what the caller does with them afterwards is still unordered until a wait."""
         works = [w for v in values for w in _handles_in(v)]
+        env = self.state.env
+        for arg in node.args:
+            # `works.append(work)` then `Future(works, recv)`: the list's appended handles.
+            if type(arg.value) is cst.Name and arg.value.value + "[]" in env:
+                works += _handles_in(env[arg.value.value + "[]"])
         if not works:  # nearly every call: no clock to save
             return self.unknown_result(node, storages, hint, opaque=opaque)
         key = self.state.current.key

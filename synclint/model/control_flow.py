@@ -21,7 +21,7 @@ import libcst as cst
 from synclint.model import api
 from synclint.model.call_args import chooses_the_gpu, compares_a_written_device_to_cuda
 from synclint.model.context_managers import enter as enter_context_manager
-from synclint.model.resolver import dotted, is_self_attribute
+from synclint.model.resolver import dotted, is_self_attribute, target_names
 from synclint.model.state import State, join, vc_join
 from synclint.model.timeline import OpKind
 from synclint.model.values import (
@@ -146,7 +146,7 @@ class _Rebinds(cst.CSTVisitor):
         self.found = False
 
     def _target(self, target) -> None:
-        if self.name in _target_names(target):
+        if self.name in target_names(target):
             self.found = True
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
@@ -201,14 +201,6 @@ _MIRRORED = {
     cst.Equal: cst.Equal,
     cst.NotEqual: cst.NotEqual,
 }
-
-
-def _target_names(target: cst.BaseExpression) -> set:
-    if type(target) is cst.Name:
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {n for e in target.elements for n in _target_names(e.value)}
-    return set()
 
 
 class ControlFlow:
@@ -335,6 +327,13 @@ class ControlFlow:
         if handle is not None:
             return self._optional_branch(stmt, handle, waited_on_every_path=True)
         optional = _optional_tested(stmt)
+        if optional is not None and self._set_only_with_a_device(optional):
+            # `event = torch.cuda.Event() if torch.cuda.is_available() else None` ... `if event:
+            # event.synchronize()`: where the name is None there is no device, so no device
+            # work is pending on that path, and what the arm does holds after it.
+            self.exprs.condition(stmt.test)
+            self.suite(stmt.body)
+            return None
         if optional is not None:
             return self._optional_branch(stmt, optional)
         if stmt.orelse is None and self._device_present(stmt.test):
@@ -409,6 +408,18 @@ class ControlFlow:
         path keeps the device path's facts (no synchronization op is emitted: none was written,
         and unlike :meth:`host_sees` nothing is marked as synchronized)."""
         self.state.host_vc = vc_join(self.state.host_vc, self._everything_issued())
+
+    def _set_only_with_a_device(self, name: str) -> bool:
+        """Is every binding of the local ``name`` in the scope ``X if <a device is present> else
+        None`` (:meth:`_device_present`)?"""
+        values = self.local_bindings(name)
+        return bool(values) and all(
+            type(v) is cst.IfExp
+            and type(v.orelse) is cst.Name
+            and v.orelse.value == "None"
+            and self._device_present(v.test)
+            for v in values
+        )
 
     def _device_present(self, test: cst.BaseExpression) -> bool:
         """``torch.cuda.is_available()`` or ``torch.cuda.is_initialized()``, as an ``if`` test, or
@@ -539,6 +550,19 @@ class ControlFlow:
                 result.host_vc = {**result.host_vc, own: taken.host_vc[own]}
         self.state = result
 
+    def iterates_callers_values(self, iterable: cst.BaseExpression) -> bool:
+        """Does a loop or comprehension go over a parameter's or an attribute's elements
+        (``tensors``, ``enumerate(tensors)``, ``self.send_ops``, ``losses.items()``)?"""
+        sources = [iterable]
+        if type(iterable) is cst.Call:
+            sources += [a.value for a in iterable.args]
+            func = iterable.func
+            if type(func) is cst.Attribute and func.attr.value in ("items", "values") and not iterable.args:
+                sources.append(func.value)
+        return any(
+            (type(n) is cst.Name and n.value in self.params) or is_self_attribute(n) for n in sources
+        )
+
     def loop(self, body: Callable[[], None]) -> None:
         """Run a loop body twice so loop-carried hazards show; assume it runs at least once."""
         self.loop_depth += 1
@@ -563,17 +587,14 @@ class ControlFlow:
     def st_For(self, stmt: cst.For) -> None:
         iterable = self.exprs.ev(stmt.iter)
 
-        sources = [stmt.iter] + ([a.value for a in stmt.iter.args] if type(stmt.iter) is cst.Call else [])
-        if any(
-            (type(n) is cst.Name and n.value in self.params) or is_self_attribute(n) for n in sources
-        ):
+        if self.iterates_callers_values(stmt.iter):
             # Elements of a parameter or of an attribute (`for t in tensors:`, `for op in
             # self.send_ops:`) were made before this call: the caller's values.
-            self.param_elements.update(_target_names(stmt.target))
+            self.param_elements.update(target_names(stmt.target))
 
         enumerated = _enumerated(stmt)
         # The loop's variables, and the pass of the body walked now (see `_loop_passes`).
-        loop = [id(stmt), frozenset(_target_names(stmt.target)), -1]
+        loop = [id(stmt), frozenset(target_names(stmt.target)), -1]
 
         def body() -> None:
             loop[2] += 1

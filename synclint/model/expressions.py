@@ -22,7 +22,7 @@ from synclint.model.call_args import (
 from synclint.model.calls import CallSemantics
 from synclint.model.inlining import NOT_A_PROPERTY, read_property
 from synclint.model.known_methods import KnownValueMethods
-from synclint.model.resolver import canonical, dotted
+from synclint.model.resolver import canonical, dotted, target_names
 from synclint.model.timeline import Op, OpKind
 from synclint.model.values import (
     HOST,
@@ -50,6 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 _UNSEEN = object()
+#: A name a comprehension binds that was not bound before it.
+_UNBOUND = object()
 #: Comparisons whose result is a host ``bool`` whatever they compare (``x is None``, ``k in d``).
 _MEMBERSHIP_OR_IDENTITY = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 #: Per evaluator class: node class -> (its ``ex_`` function, whether it takes a hint), or None.
@@ -172,6 +174,21 @@ def _container_key(source: cst.BaseExpression) -> Optional[str]:
 #: A local of unknown origin named as the default stream (``default_stream``,
 #: ``default_stream_0``): taken to be the stream the function started on.
 _DEFAULT_STREAM_NAME = re.compile(r"default_stream(?:_?\d+)?$")
+
+
+def _handed_to_a_thread(call) -> Optional[cst.Attribute]:
+    """``x.synchronize`` in ``loop.run_in_executor(executor, x.synchronize)`` or
+    ``asyncio.to_thread(x.synchronize)``, with no other argument; else None."""
+    if type(call) is not cst.Call or type(call.func) is not cst.Attribute:
+        return None
+    method = call.func.attr.value
+    wanted = 2 if method == "run_in_executor" else 1 if method == "to_thread" else 0
+    if not wanted or len(call.args) != wanted or any(a.keyword or a.star for a in call.args):
+        return None
+    function = call.args[-1].value
+    if type(function) is cst.Attribute and function.attr.value == "synchronize":
+        return function
+    return None
 
 
 class ExpressionEvaluator(CallSemantics, KnownValueMethods):
@@ -548,7 +565,40 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             if isinstance(iterable, TupleValue) and not iterable.items:
                 return kept  # `recv = []` filled here with `recv.append(t)`: exactly those
             return element
-        return self._element_of(iterable, target)
+        element = self._element_of(iterable, target)
+        if element is None and source is not None and not self.i.inline_stack:
+            return self._element_of_a_parameter(target, source)
+        return element
+
+    def _element_of_a_parameter(self, target: cst.BaseExpression, source: cst.BaseExpression):
+        """An element of a parameter's container (``for t in tensors``, ``for k, v in
+        losses.items()``, ``enumerate(tensors)``): made by the caller before the call, like the
+        parameter itself, and a tensor once used as one. A storage of its own at each pass of a
+        loop's body: the next iteration's element is another tensor (an all-reduce started on one
+        parameter races with nothing the next iteration reads). None for other sources and
+        targets."""
+        container, items = source, False
+        if type(source) is cst.Call and type(source.func) is cst.Attribute and not source.args:
+            if source.func.attr.value not in ("items", "values"):
+                return None
+            container, items = source.func.value, source.func.attr.value == "items"
+        if type(container) is not cst.Name or container.value not in self.i.params:
+            return None
+        held = self.state.env.get(container.value)
+        if not isinstance(held, Storage) or held.origin != "param" or self.i.entry_op is None:
+            return None
+        if items:
+            if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
+                    and all(type(e.value) is cst.Name for e in target.elements)):
+                return None
+            name = target.elements[1].value.value
+        elif type(target) is cst.Name:
+            name = target.value
+        else:
+            return None
+        storage = self.i.new_storage(name, source, origin="param", tensor=False, device=held.device)
+        self.i.unknown_origin(storage)
+        return TupleValue((HOST, storage)) if items else storage
 
     def _element_of(self, iterable, target: cst.BaseExpression):
         if isinstance(iterable, StreamList):
@@ -814,15 +864,17 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             made = StreamValue(key, f"streams `{key}`", "created", element)  # the list's elements
             self.i.emit(OpKind.CREATE_STREAM, element, qualname="torch.cuda.Stream", target=made)
             return StreamList(key, f"streams `{key}`")
-        for comp in self._comprehensions(node):
-            self.ev(comp.iter)
         if hint is not None and type(node) is cst.ListComp and self._allocation(element):
             # `self._staging = [torch.empty(n).pin_memory() for _ in range(k)]`: one element
             # stands for all of them, kept as the list's element (`self._staging[i]`), so that
             # a pinned staging buffer taken from the list is known to live on the host.
+            for comp in self._comprehensions(node):
+                self.ev(comp.iter)
             made = self.ev(element)
             if storages_of(made) and all(s.on_host for s in storages_of(made)):
                 self.state.env[hint + "[]"] = made
+            return None
+        self._walk_comprehension(node, (element,))
         return None
 
     def _allocation(self, node: cst.BaseExpression) -> bool:
@@ -839,9 +891,44 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
     ex_GeneratorExp = ex_SetComp = ex_ListComp
 
     def ex_DictComp(self, node):
-        for comp in self._comprehensions(node):
-            self.ev(comp.iter)
+        self._walk_comprehension(node, (node.key, node.value))
         return None
+
+    def _walk_comprehension(self, node, parts: tuple) -> None:
+        """Walk a comprehension's element once, as one pass of a ``for`` loop: each ``for`` binds
+        its names to an element of what it iterates, then its conditions and the element are
+        evaluated (``{k: v.cpu().item() for k, v in losses.items()}`` reads every loss on the
+        current stream and waits for it). The names are the comprehension's own: what they were
+        bound to outside is put back after, without releasing anything."""
+        env = self.state.env
+        saved: dict = {}
+        callers = set()
+        for comp in self._comprehensions(node):
+            iterable = self.ev(comp.iter)
+            element = self.element_of(iterable, comp.target, comp.iter)
+            names = target_names(comp.target)
+            unpacked = {}
+            if isinstance(element, TupleValue) and isinstance(comp.target, (cst.Tuple, cst.List)):
+                unpacked = {
+                    e.value.value: v for e, v in zip(comp.target.elements, element.items)
+                    if type(e.value) is cst.Name
+                }
+            for name in names:
+                saved.setdefault(name, env.get(name, _UNBOUND))
+                env[name] = element if type(comp.target) is cst.Name else unpacked.get(name)
+            if self.i.iterates_callers_values(comp.iter):
+                callers |= names - self.i.param_elements
+            self.i.param_elements |= callers
+            for condition in comp.ifs:
+                self.ev(condition.test)
+        for part in parts:
+            self.ev(part)
+        self.i.param_elements -= callers
+        for name, value in saved.items():
+            if value is _UNBOUND:
+                env.pop(name, None)
+            else:
+                env[name] = value
 
     @staticmethod
     def _comprehensions(node):
@@ -851,7 +938,30 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             comp = comp.inner_for_in
 
     def ex_Await(self, node):
-        return self.ev(node.expression)
+        call = node.expression
+        handed = _handed_to_a_thread(call)
+        if handed is not None:
+            return self._synchronize_in_a_thread(call, handed)
+        return self.ev(call)
+
+    def _synchronize_in_a_thread(self, call: cst.Call, function: cst.Attribute):
+        """``await loop.run_in_executor(None, event.synchronize)`` (or ``asyncio.to_thread``): the
+        coroutine goes on once a worker thread has synchronized the event or stream, which
+        blocks the host's path here as calling it would, without blocking the event loop."""
+        self.ev(call.func)
+        receiver = self.ev(function.value)
+        if isinstance(receiver, ModuleRef):
+            if canonical(f"{receiver.qualname}.synchronize") in api.DEVICE_SYNC:
+                self.sync_device(call, "device", "torch.cuda.synchronize")
+            return HOST
+        event = self.as_event(function.value, receiver)
+        if event is not None:
+            self._event_sync(call, event, "event")
+            return HOST
+        stream = self.as_stream(function.value, receiver)
+        if stream is not None:
+            self.sync_stream(call, stream, "stream")
+        return HOST
 
     def stored_item(self, node: cst.Subscript):
         """What this function stored in the item a literal index reads (``batch['patches']``,

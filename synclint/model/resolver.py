@@ -65,6 +65,15 @@ def is_self_attribute(node: cst.CSTNode) -> bool:
     return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"
 
 
+def target_names(target: cst.BaseExpression) -> set:
+    """The names a ``for`` target or an assignment's target binds (``i``, ``(k, v)``)."""
+    if type(target) is cst.Name:
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in target_names(e.value)}
+    return set()
+
+
 def _module_name(node: cst.BaseExpression) -> str:
     name = dotted(node)
     return name or ""
