@@ -97,13 +97,29 @@ def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, st
 def measures_submission(clock: cst.CSTNode, parents) -> bool:
     """Is the delta ending at ``clock`` stored under a name that says it times the submission
     (``submit_ns=time.perf_counter_ns() - t0``, ``launch_ms = (time.perf_counter() - t0) *
-    1e3``, ``stats["enqueue_s"] += time.time() - t0``)? Only the expression holding the reading is
-    followed, through arithmetic and parentheses, to a keyword argument or an assignment."""
+    1e3``, ``stats["enqueue_s"] += time.time() - t0``), handed to a call beside a string that
+    names the submission (``record("launch_ms", time.time() - t0)``), or measured from a start so
+    named (``time.time() - launch_start``)? Only the expression holding the reading is followed,
+    through arithmetic and parentheses, to an argument or an assignment."""
     node, parent = clock, parents.get(clock)
+    if (
+        type(parent) is cst.BinaryOperation
+        and type(parent.operator) is cst.Subtract
+        and parent.left is clock
+        and _SUBMISSION.search(dotted(parent.right) or "")
+    ):
+        return True  # `time.perf_counter() - launch_start`: from the start of the launch
     while type(parent) is cst.BinaryOperation:
         node, parent = parent, parents.get(parent)
     if type(parent) is cst.Arg:
-        return parent.keyword is not None and _SUBMISSION.search(parent.keyword.value) is not None
+        if parent.keyword is not None:
+            return _SUBMISSION.search(parent.keyword.value) is not None
+        # `self._record_timing("offload_launch_ms", (time.perf_counter() - t0) * 1e3)`: handed
+        # to a recorder with a metric named for the launch.
+        call = parents.get(parent)
+        return type(call) is cst.Call and any(
+            type(a.value) is cst.SimpleString and _SUBMISSION.search(a.value.value) for a in call.args
+        )
     if type(parent) is cst.Assign and parent.value is node:
         targets = [t.target for t in parent.targets]
     elif isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.value is node:

@@ -244,11 +244,14 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
         if id(loop) in around_start or id(loop) in around_end:
             ends_inside = id(loop) in around_end
             if ends_inside and id(loop) in around_start and not starts_later_in_body and summed:
-                # Only a synchronization after the start reading is inside an interval.
-                syncs = [
-                    around for s, around in zip(anchors, around_syncs)
-                    if first is not None and (source_order(s.node) or -1) > first
-                ]
+                # Only a synchronization after the start reading is inside an interval, and only
+                # where none before it waits first for what the previous iteration left running.
+                inside = [(source_order(s.node) or -1) > (first or 0) for s in anchors]
+                if first is None or not all(
+                    inside[k] for k, around in enumerate(around_syncs) if id(loop.body) in around
+                ):
+                    continue
+                syncs = around_syncs
             elif not (ends_inside and (id(loop) not in around_start or starts_later_in_body)):
                 continue
         if any(id(loop.body) in around for around in syncs):
@@ -263,24 +266,39 @@ def _copies_from_the_host_each_pass(function) -> set[int]:
     model walks a loop body twice, and a copy whose source was rebound to its result in the
     first pass (``x = x.cuda()``) copies from the device in the second, where no wait is
     emitted: so every copy made at the node must have its wait, from a source known to be host
-    memory before the copy (a tensor of unknown device that is uploaded is taken for host memory
-    because of the upload, which proves nothing), and there must be two of them (a loop nested
-    too deep to be walked twice proves nothing). One pass over the function's ops."""
+    memory before the copy, and there must be two of them (a loop nested too deep to be walked
+    twice proves nothing). A tensor of unknown device that is uploaded is taken for host memory
+    because of the upload, which proves nothing for a tensor uploaded again and again (a
+    parameter's ``w.cuda()``); it counts where each pass uploads another one that no work on a
+    stream made (``imgs, labels = next(it)`` then ``imgs.cuda()``: a loader's batch, made on the
+    host, blocking on every step, or ``for batch in loader``; not ``h = layer(h.cuda())``).
+    One pass over the function's ops."""
     copies: dict[int, list] = {}
     waits: dict[int, int] = {}
+    made_on_a_stream: set[int] = set()
     for op in function.ops:
         if op.kind == OpKind.COPY:
             copies.setdefault(id(op.node), []).append(op)
         elif op.kind == OpKind.HOST_SYNC and op.sync_kind == "blocking-copy":
             waits[id(op.node)] = waits.get(id(op.node), 0) + 1
+        if op.writes and op.kind not in _NOT_DEVICE_WORK:
+            made_on_a_stream.update(s.root.id for s in op.writes)
     return {
         node for node, made in copies.items()
         if len(made) >= 2 and waits.get(node, 0) == len(made) and all(
-            op.copy is not None and op.copy.src is not None and op.copy.src.on_host
-            and not op.copy.src_guessed
-            for op in made
+            op.copy is not None and op.copy.src is not None and op.copy.src.on_host for op in made
+        ) and (
+            not any(op.copy.src_guessed for op in made)
+            or (
+                len({op.copy.src.root.id for op in made}) == len(made)
+                and not any(op.copy.src.root.id in made_on_a_stream for op in made)
+            )
         )
     }
+
+
+#: Ops that write a storage without device work: the caller's values at entry, host writes.
+_NOT_DEVICE_WORK = (OpKind.ENTRY, OpKind.HOST_WRITE)
 
 
 def _inside_timed_events(function, start, end) -> bool:
