@@ -28,6 +28,7 @@ from synclint.astscan import (
 from synclint.cstwalk import source_order
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
+from synclint.model.bindings import ElementOf, ReturnOf, Scope
 from synclint.model.file_facts import ancestors, parent_map
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
 from synclint.rules._common import functions, torch_name
@@ -292,9 +293,61 @@ def _copies_from_the_host_each_pass(function) -> set[int]:
             or (
                 len({op.copy.src.root.id for op in made}) == len(made)
                 and not any(op.copy.src.root.id in made_on_a_stream for op in made)
+                and not _fed_by_the_caller(function, made[0].node)
             )
         )
     }
+
+
+#: Calls that hand on what their first arguments iterate (``enumerate(loader)``, ``tqdm(it)``).
+_ITERATING_WRAPPERS = frozenset({"enumerate", "iter", "next", "zip", "tqdm", "reversed", "islice"})
+
+
+def _fed_by_the_caller(function, copy: cst.CSTNode) -> bool:
+    """Does the tensor ``copy`` uploads (``image.cuda()``, ``imgs.bfloat16().cuda()``) come from
+    something the caller handed in, a parameter or an attribute, through loops, ``next()`` and
+    wrappers (``data_iter = logger.wrap(enumerate(data_loader))``; ``for i, (image, _) in
+    data_iter``)? The caller's loader may yield device tensors already (DeepLearningExamples'
+    prefetching loaders do), and then the upload copies nothing and waits for nothing. A loader
+    this function builds (``iter(get_loader(args))``, ``DataLoader(ds)``) yields what the
+    function can see it build. Unknown shapes count as the caller's."""
+    node = copy.func.value if type(copy) is cst.Call and type(copy.func) is cst.Attribute else None
+    while type(node) in (cst.Call, cst.Attribute, cst.Subscript):
+        node = node.func if type(node) is cst.Call else node.value
+    if type(node) is not cst.Name:
+        return True
+    return _reaches_the_caller(node, Scope(function.node), set())
+
+
+def _reaches_the_caller(expr, scope: Scope, seen: set) -> bool:
+    """:func:`_fed_by_the_caller`'s walk from ``expr`` back through the scope's bindings (a
+    function of its own, not a closure: a closure calling itself is a reference cycle, which
+    would hold the tree until the cyclic collector runs)."""
+    if isinstance(expr, ElementOf):
+        return _reaches_the_caller(expr.container, scope, seen)
+    if isinstance(expr, ReturnOf):
+        return False
+    if type(expr) is cst.Name:
+        name = expr.value
+        if name in scope.parameters or name == "self":
+            return True
+        if name in seen:
+            return False
+        seen.add(name)
+        return any(_reaches_the_caller(v, scope, seen) for v in scope.bindings.get(name, ()))
+    if type(expr) in (cst.Attribute, cst.Subscript):
+        return _reaches_the_caller(expr.value, scope, seen)
+    if type(expr) is cst.Call:
+        func = expr.func
+        if type(func) is cst.Name and func.value not in _ITERATING_WRAPPERS:
+            return False  # a factory called here: the loader is built here
+        if any(_reaches_the_caller(a.value, scope, seen) for a in expr.args if a.keyword is None):
+            return True
+        return (
+            type(func) is cst.Attribute and func.attr.value in ("items", "values")
+            and _reaches_the_caller(func.value, scope, seen)
+        )
+    return True
 
 
 #: Ops that write a storage without device work: the caller's values at entry, host writes.
