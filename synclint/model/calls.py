@@ -48,6 +48,16 @@ from synclint.model.values import (
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 
 
+def _reads_a_gradient(expr: cst.BaseExpression) -> bool:
+    """``w.grad``, ``model.fc.weight.grad[0]``, ``p.grad.norm()``: an expression whose chain of
+    attributes, subscripts and calls passes through ``.grad``."""
+    while type(expr) in (cst.Attribute, cst.Subscript, cst.Call):
+        if type(expr) is cst.Attribute and expr.attr.value == "grad":
+            return True
+        expr = expr.func if type(expr) is cst.Call else expr.value
+    return False
+
+
 def _handles_in(value) -> list:
     """The ``Work`` handles in ``value``: itself, the items of a tuple or list literal, or the
     handles it may be on different paths."""
@@ -85,6 +95,8 @@ class CallSemantics:
         if type(func) is cst.Attribute:
             receiver = _narrow(self.ev(func.value))
             method = func.attr.value
+            if method == "backward":
+                self.i.backward_called = True
             if isinstance(receiver, ModuleRef):
                 return self.qualified_call(node, canonical(f"{receiver.qualname}.{method}"), hint)
             if receiver is None and type(func.value) is cst.Call and self.i.resolver.is_wrapper_call(func.value):
@@ -253,6 +265,8 @@ class CallSemantics:
             if storages:
                 self.mark_tensor(storages)
                 self.blocking_read(node, storages)
+            elif self._gradient_after_a_backward(node):
+                self.sync_stream(node, self.state.current, "blocking-read")
             return HOST
         if name in api.CALLABLE_BUILDERS:
             factory = self._stream_context_factory(node)
@@ -548,6 +562,16 @@ class CallSemantics:
         self.i.unknown_origin(storage)
         self.i.got_from_stores[key] = storage
         return storage
+
+    def _gradient_after_a_backward(self, call: cst.Call) -> bool:
+        """``print("grad:", model.layer.weight.grad[3])`` after a ``loss.backward()`` this scope
+        called: a gradient lives where the backward that made it ran, so where the function has
+        work on the GPU the conversion copies a device tensor to the host and waits for the
+        current stream, though the model has no storage for the module's parameter (nor, often,
+        for the loss a helper returned)."""
+        return self.i.backward_called and any(
+            _reads_a_gradient(a.value) for a in call.args if a.keyword is None
+        )
 
     def _unknown_result_after_handed_work(self, values, node, storages, hint, opaque: bool):
         """:meth:`unknown_result`, where a collective's ``Work`` handed with the tensors it fills

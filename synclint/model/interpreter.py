@@ -187,6 +187,8 @@ class Interpreter(ControlFlow):
         #: Method names configured as synchronizing (`synchronizing-functions = ["Pool.store"]`).
         self.sync_methods = {name.rsplit(".", 1)[-1] for name in settings.synchronizing_functions if "." in name}
         self.param_elements: set[str] = set()
+        #: Whether a `.backward()` was called yet (a gradient read after it is a device tensor's).
+        self.backward_called = False
         #: Attribute names the enclosing class assigns somewhere (None outside classes).
         self.assigned_attributes: Optional[set] = None
         self._hazard_keys: set = set()
