@@ -271,9 +271,9 @@ def _copies_from_the_host_each_pass(function) -> set[int]:
     twice proves nothing). A tensor of unknown device that is uploaded is taken for host memory
     because of the upload, which proves nothing for a tensor uploaded again and again (a
     parameter's ``w.cuda()``); it counts where each pass uploads another one that no work on a
-    stream made (``imgs, labels = next(it)`` then ``imgs.cuda()``: a loader's batch, made on the
-    host, blocking on every step, or ``for batch in loader``; not ``h = layer(h.cuda())``).
-    One pass over the function's ops."""
+    stream made, from a loader the function builds (``imgs, labels = next(it)`` then
+    ``imgs.cuda()``: a batch made on the host, blocking on every step; not the caller's loader,
+    :func:`_fed_by_the_caller`, nor ``h = layer(h.cuda())``). One pass over the function's ops."""
     copies: dict[int, list] = {}
     waits: dict[int, int] = {}
     made_on_a_stream: set[int] = set()
