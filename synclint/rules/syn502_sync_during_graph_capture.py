@@ -121,11 +121,27 @@ def _between_capture_calls(body) -> list[cst.CSTNode]:
             inside = True
         elif method == "capture_end":
             inside = False
+        elif inside and type(statement) is cst.Try and _before_capture_end(statement.body.body) is not None:
+            # `try: step(); graph = wp.capture_end(); replay...; except: wp.capture_end(); raise`:
+            # the capture ends inside the `try`, on the path that does not raise.
+            regions.extend(_before_capture_end(statement.body.body))
+            for handler in statement.handlers:
+                ended = _before_capture_end(handler.body.body)
+                regions.extend(handler.body.body if ended is None else ended)
+            inside = False
         elif inside:
             regions.append(statement)
             if _finally_ends_capture(statement):
                 inside = False
     return regions
+
+
+def _before_capture_end(body) -> list[cst.CSTNode] | None:
+    """The statements of ``body`` before its ``capture_end`` call; None when it has none."""
+    for index, statement in enumerate(body):
+        if capture_call(statement) == "capture_end":
+            return list(body[:index])
+    return None
 
 
 def _finally_ends_capture(statement: cst.CSTNode) -> bool:
