@@ -129,7 +129,11 @@ class CallSemantics:
                 and not self.names_a_module(func.value)
             ):
                 receiver = self.materialize(func.value)
-            if storages_of(receiver) and not _SETTER_NAME.match(method):
+            if method == "synchronize" and isinstance(receiver, Storage) and not receiver.root.tensor:
+                # `runner = Runner(n)` then `runner.synchronize()`: an unknown call's result, never
+                # used as a tensor, and tensors have no `synchronize`: an object of unknown kind.
+                receiver = None
+            elif storages_of(receiver) and not _SETTER_NAME.match(method):
                 return self.tensor_method(node, receiver, method, hint)
             # A setter (`sampler.set_epoch(epoch)`, no tensor method is named so) configures the
             # object on the host: it reads none of the tensors the object may hold.
@@ -444,12 +448,30 @@ class CallSemantics:
         ``synchronize()`` then waits for the whole device, as ``torch.cuda.synchronize()`` does:
         sglang's ``current_platform.synchronize()`` and ``get_device_module().synchronize()``,
         ``self.accelerator.synchronize()``. A name that says stream (``copy_stream``,
-        ``self._stream``) or a parameter (``s``) is still taken for a stream."""
+        ``self._stream``) or a parameter (``s``) is still taken for a stream, unless the
+        parameter is annotated with a class that is not one (``constructor:
+        TorchCUDAGraphConstructor``)."""
         key = dotted(node)
         if key is None or "stream" in key.lower():
             return False
         root = key.split(".", 1)[0]
-        return root == "self" or root not in self.i.params
+        if root == "self" or root not in self.i.params:
+            return True
+        annotation = self._annotation_of(root)
+        return annotation is not None and "stream" not in annotation.lower()
+
+    def _annotation_of(self, parameter: str) -> Optional[str]:
+        """The annotation of the interpreted function's parameter, as written; None without one."""
+        function = self.i.model.node
+        if type(function) is not cst.FunctionDef:
+            return None
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == parameter:
+                if param.annotation is None:
+                    return None
+                return dotted(param.annotation.annotation) or self.i.model_code(param.annotation.annotation)
+        return None
 
     def instance_class(self, name: str) -> Optional[str]:
         """The class of this file ``name`` is an instance of, when every binding of ``name`` in the
@@ -649,7 +671,30 @@ class CallSemantics:
             return "cuda"
         if type(node) is cst.Integer:
             return "cuda"
+        if type(node) is cst.Name:
+            return self._written_device(node.value)
         return None
+
+    def _written_device(self, name: str) -> Optional[str]:
+        """"cpu" or "cuda" where every value the scope gives ``name`` names that kind of device
+        (``device = "cuda:0"`` or ``device = torch.device("cpu")`` in the function, or at the
+        module's top level when the function neither binds the name nor takes it as a
+        parameter); else None."""
+        scope = self.i.scope()
+        if name in scope.parameters or name in scope.shared or self.i.inline_stack:
+            return None
+        values = scope.bindings.get(name)
+        if values:
+            texts = [self.device_text(v) if isinstance(v, cst.BaseExpression) else None for v in values]
+        elif name in self.i.module_strings:
+            texts = [self.i.module_strings[name]]
+        else:
+            return None
+        kinds = {
+            None if t is None else "cpu" if t.startswith("cpu") else "cuda" if t.startswith(("cuda", "xpu")) else None
+            for t in texts
+        }
+        return kinds.pop() if len(kinds) == 1 else None
 
     def torch_function(self, node: cst.Call, name: str, hint: Optional[str]):
         values = self.args(node)

@@ -23,7 +23,10 @@ from synclint.model.resolver import dotted
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
 #: Host synchronizations that wait for every stream (``torch.cuda.synchronize()``, a helper).
-ALL_STREAM_SYNCS = frozenset({"device", "helper"})
+#: Host synchronizations that wait for every stream: written as one, a helper that makes one,
+#: and ``obj.synchronize()`` on a value of unknown kind whose name does not say stream
+#: (``runner.synchronize()``: taken for the device's, see ``CallSemantics.unknown_method``).
+ALL_STREAM_SYNCS = frozenset({"device", "helper", "unknown"})
 
 
 def is_cuda_work(op: Op) -> bool:
@@ -136,6 +139,10 @@ def _covers(
             )
         if op.sync_kind in ("stream", "blocking-read") and op.target is not None:
             return op.target.key == record.stream.key
+    if op.kind == OpKind.ELAPSED_TIME and any(e.key == event_key for e in op.events):
+        # An earlier `start.elapsed_time(end)` that returned: it raises unless both events had
+        # completed, so `end` is done from there on (until it is recorded again).
+        return True
     if op.kind == OpKind.EVENT_QUERY and op.event is not None:
         if op.event.key == event_key:
             return polled_in_while(op.node, parents) or asserted(op.node, parents)

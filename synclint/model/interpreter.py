@@ -214,6 +214,8 @@ class Interpreter(ControlFlow):
         #: :func:`scopes.names_a_device`. Without it, ``Work.wait()`` is a host backend's, which
         #: blocks the host.
         self.file_names_a_device = True
+        #: Module-level names bound to one string literal only (``DEVICE = "cuda:0"``).
+        self.module_strings: dict[str, str] = {}
         #: Enclosing ``for`` loops: [id of the statement, its variables, pass of the body].
         self.for_loops: list[list] = []
         #: Enclosing ``for`` loops over a counter (:meth:`ControlFlow.counter_guard`): [the

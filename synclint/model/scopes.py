@@ -22,7 +22,7 @@ from synclint.cstwalk import names_in, walk
 from synclint.model.bindings import returned_values
 from synclint.model.context_managers import is_context_manager
 from synclint.model.interpreter import FunctionSummary, Interpreter
-from synclint.model.resolver import ImportResolver, is_self_attribute
+from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
 from synclint.model.state import EventState
 from synclint.model.timeline import Access, FunctionModel, ModuleModel, OpKind
 from synclint.model.values import (
@@ -85,6 +85,7 @@ class _Builder:
         #: ``cuStreamCreate``): an ``ExternalStream`` here wraps one of them, a new stream.
         self.creates_raw_streams = "StreamCreate" in text
         self.names_a_device = names_a_device(text)
+        self.module_strings = module_strings(module, text)
         self.bool_switches = _BoolSwitches(text)
         #: ``@contextmanager`` functions, walked where a ``with`` calls them.
         self.context_managers = {
@@ -104,6 +105,7 @@ class _Builder:
         interp.module_names = self.module_names
         interp.external_streams_are_new = self.creates_raw_streams
         interp.file_names_a_device = self.names_a_device
+        interp.module_strings = self.module_strings
         interp.context_managers = self.context_managers
         interp.synchronizing_methods = self.synchronizing_methods
         interp.bool_switches = self.bool_switches
@@ -523,6 +525,47 @@ _DEVICE_WORDS = re.compile(
     r"cuda|nccl|gpu|device|stream|accelerat|(?<![a-z])(?:xpu|npu|hpu|mlu|musa|rocm|hip)",
     re.IGNORECASE,
 )
+
+
+def module_strings(module: cst.Module, text: str) -> dict[str, str]:
+    """The module's names bound by its top-level statements to one string literal and to
+    nothing else there (``device = "cuda:0"``, ``DEVICE = torch.device("cpu")``): constants a
+    function may read. A name bound again at the top level, to anything, is left out; so is one
+    that a ``global`` statement names anywhere in the file (a function may set it)."""
+    found: dict[str, str] = {}
+    dropped: set[str] = set()
+    for statement in module.body:
+        if type(statement) is not cst.SimpleStatementLine:
+            continue
+        for small in statement.body:
+            if type(small) not in (cst.Assign, cst.AnnAssign, cst.AugAssign):
+                continue
+            targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
+            literal = _written_device(small.value)
+            for target in targets:
+                if type(target) is not cst.Name:
+                    continue
+                name = target.value
+                if name in found or not isinstance(literal, str) or type(small) is cst.AugAssign:
+                    dropped.add(name)
+                else:
+                    found[name] = literal
+    if found and "global" in text:
+        for names in _GLOBAL_STATEMENT.findall(text):
+            dropped.update(n.strip() for n in names.split(","))
+    return {name: literal for name, literal in found.items() if name not in dropped}
+
+
+def _written_device(value) -> Optional[str]:
+    """The string ``value`` writes out, also as ``torch.device("cuda:0")``; else None."""
+    if type(value) is cst.Call and dotted(value.func) in ("torch.device", "device") and value.args:
+        value = value.args[0].value
+    if type(value) is cst.SimpleString and isinstance(value.evaluated_value, str):
+        return value.evaluated_value
+    return None
+
+
+_GLOBAL_STATEMENT = re.compile(r"\bglobal\s+([\w \t,]+)")
 
 
 def names_a_device(text: str) -> bool:
