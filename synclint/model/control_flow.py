@@ -18,6 +18,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from synclint.cstwalk import walk
 from synclint.model import api
 from synclint.model.call_args import chooses_the_gpu, compares_a_written_device_to_cuda
 from synclint.model.context_managers import enter as enter_context_manager
@@ -287,7 +288,7 @@ class ControlFlow:
     def _rebinds(stmt: cst.For, name: str, learnt: dict) -> bool:
         if "rebinds" not in learnt:
             visitor = _Rebinds(name)
-            stmt.body.visit(visitor)
+            walk(stmt.body, visitor)
             learnt["rebinds"] = visitor.found
         return learnt["rebinds"]
 
@@ -295,7 +296,7 @@ class ControlFlow:
         """Does the loop body index something by ``counter % bound`` (the same text)?"""
         if "moduli" not in learnt:
             visitor = _Moduli(name, self.model_code)
-            stmt.body.visit(visitor)
+            walk(stmt.body, visitor)
             learnt["moduli"] = visitor.found
         return self.model_code(bound) in learnt["moduli"]
 
@@ -411,7 +412,11 @@ class ControlFlow:
 
     def _set_only_with_a_device(self, name: str) -> bool:
         """Is every binding of the local ``name`` in the scope ``X if <a device is present> else
-        None`` (:meth:`_device_present`)?"""
+        None`` (:meth:`_device_present`)? Asked only of a name that holds something now (not
+        ``None`` or a host value), so that most ``if x:`` tests walk no scope."""
+        held = self.state.env.get(name)
+        if held is None or held is HOST:
+            return False
         values = self.local_bindings(name)
         return bool(values) and all(
             type(v) is cst.IfExp
