@@ -48,6 +48,10 @@ from synclint.model.values import (
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 
 
+#: A name the walk has not bound (yet) in the scope.
+_NOT_BOUND = object()
+
+
 def _reads_a_gradient(expr: cst.BaseExpression) -> bool:
     """``w.grad``, ``model.fc.weight.grad[0]``, ``p.grad.norm()``: an expression whose chain of
     attributes, subscripts and calls passes through ``.grad``."""
@@ -680,8 +684,15 @@ class CallSemantics:
         (``device = "cuda:0"`` or ``device = torch.device("cpu")`` in the function, or at the
         module's top level when the function neither binds the name nor takes it as a
         parameter); else None."""
+        if name in self.i.params or self.i.inline_stack:
+            return None
+        held = self.state.env.get(name, _NOT_BOUND)
+        if held is _NOT_BOUND and name not in self.i.module_strings:
+            return None
+        if held is not _NOT_BOUND and held is not HOST:
+            return None  # a tensor, a module, an object: not a string (and no scope walked)
         scope = self.i.scope()
-        if name in scope.parameters or name in scope.shared or self.i.inline_stack:
+        if name in scope.parameters or name in scope.shared:
             return None
         values = scope.bindings.get(name)
         if values:
