@@ -256,6 +256,10 @@ class CallSemantics:
             self.args(node)
             self.sync_device(node, "helper", name)
             return HOST
+        if name in self.i.event_makers and can_inline(self.i, name, self.i.event_makers):
+            # `ready = mark(stream)` where `mark` makes an event, records it and returns it:
+            # walked here, so the caller holds the event, recorded on the stream it passed.
+            return inline_call(self.i, node.args, self.i.event_makers[name])
         summary = self.i.summaries.get(name)
         if summary is not None:
             self.args(node)

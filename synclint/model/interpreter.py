@@ -199,6 +199,9 @@ class Interpreter(ControlFlow):
         #: The module's ``@contextmanager`` functions, walked where a ``with`` calls them
         #: (:mod:`.context_managers`).
         self.context_managers: dict[str, cst.FunctionDef] = {}
+        #: The module's functions that make an event and return it, walked where they are called
+        #: (:func:`scopes.event_makers`).
+        self.event_makers: dict[str, cst.FunctionDef] = {}
         #: Class name -> its methods that synchronize the device, for calls on an instance made
         #: in the same scope (``timer = CommTimer()`` ... ``timer.aggregate_ms()``): see
         #: ``_Builder.summarise_methods`` and ``Calls.instance_class``.

@@ -93,6 +93,7 @@ class _Builder:
             for s in module.body
             if type(s) is cst.FunctionDef and is_context_manager(s)
         }
+        self.event_makers = event_makers(module, text)
         #: Class name -> its methods that synchronize the device (:meth:`summarise_methods`).
         self.synchronizing_methods: dict[str, frozenset[str]] = {}
 
@@ -107,6 +108,7 @@ class _Builder:
         interp.file_names_a_device = self.names_a_device
         interp.module_strings = self.module_strings
         interp.context_managers = self.context_managers
+        interp.event_makers = self.event_makers
         interp.synchronizing_methods = self.synchronizing_methods
         interp.bool_switches = self.bool_switches
         if model.name.rsplit(".", 1)[-1] in self.thread_targets:
@@ -525,6 +527,40 @@ _DEVICE_WORDS = re.compile(
     r"cuda|nccl|gpu|device|stream|accelerat|(?<![a-z])(?:xpu|npu|hpu|mlu|musa|rocm|hip)",
     re.IGNORECASE,
 )
+
+
+def event_makers(module: cst.Module, text: str) -> dict[str, cst.FunctionDef]:
+    """The module's functions whose body binds a name to a new event and returns that name
+    (``def mark(stream): ev = torch.cuda.Event(); ev.record(stream); return ev``). A summary cannot
+    say which stream the caller's event is recorded on; walked at each call, the helper records it
+    on the stream the caller passes, and the caller's ``wait_event(mark(s))`` orders what it
+    should. Only short helpers (a dozen statements), to keep the walks cheap."""
+    if "Event(" not in text:
+        return {}
+    found = {}
+    for function in module.body:
+        if type(function) is not cst.FunctionDef or type(function.body) is not cst.IndentedBlock:
+            continue
+        statements = function.body.body
+        if len(statements) > 12:
+            continue
+        made, returned = set(), set()
+        for statement in statements:
+            if type(statement) is not cst.SimpleStatementLine:
+                continue
+            for small in statement.body:
+                if (
+                    type(small) is cst.Assign and len(small.targets) == 1
+                    and type(small.targets[0].target) is cst.Name
+                    and type(small.value) is cst.Call
+                    and (dotted(small.value.func) or "").rsplit(".", 1)[-1] == "Event"
+                ):
+                    made.add(small.targets[0].target.value)
+                elif type(small) is cst.Return and type(small.value) is cst.Name:
+                    returned.add(small.value.value)
+        if made & returned:
+            found[function.name.value] = function
+    return found
 
 
 def module_strings(module: cst.Module, text: str) -> dict[str, str]:
