@@ -474,12 +474,20 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             self.blocking_read(node, storages)
 
     def query_poll(self, test: cst.BaseExpression) -> bool:
-        """``while not e.query():`` (or ``s.query()``) polls until the work is done: a host sync."""
+        """``while not e.query():`` (or ``s.query()``, or a collective's ``while not
+        work.is_completed():``, true for NCCL once the GPU has run it) polls until the work is
+        done: a host sync."""
         if not (type(test) is cst.UnaryOperation and type(test.operator) is cst.Not):
             return False
         call = test.expression
         if not (type(call) is cst.Call and type(call.func) is cst.Attribute):
             return False
+        if call.func.attr.value == "is_completed":
+            work = self.ev(call.func.value)
+            if not isinstance(work, WorkValue):
+                return False
+            self.sync_stream(call, work.stream, "query")
+            return True
         if call.func.attr.value != "query":
             return False
         receiver = self.ev(call.func.value)
