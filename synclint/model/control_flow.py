@@ -30,6 +30,7 @@ from synclint.model.values import (
     Alternatives,
     EventValue,
     StreamValue,
+    TupleValue,
     WorkValue,
     holds,
     holds_work,
@@ -164,6 +165,25 @@ class _Rebinds(cst.CSTVisitor):
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._target(node.target)
+
+
+class _LeavesEarly(cst.CSTVisitor):
+    """Can a loop body leave its pass early (``break``, ``continue``, ``return``, ``yield``)?"""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Break(self, node: cst.Break) -> None:
+        self.found = True
+
+    def visit_Continue(self, node: cst.Continue) -> None:
+        self.found = True
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.found = True
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.found = True
 
 
 class _Moduli(cst.CSTVisitor):
@@ -591,6 +611,8 @@ class ControlFlow:
 
     def st_For(self, stmt: cst.For) -> None:
         iterable = self.exprs.ev(stmt.iter)
+        if self._unrolled(stmt, iterable):
+            return
 
         if self.iterates_callers_values(stmt.iter):
             # Elements of a parameter or of an attribute (`for t in tensors:`, `for op in
@@ -623,6 +645,31 @@ class ControlFlow:
                 self.counted_loops.pop()
         if stmt.orelse is not None:
             self.suite(stmt.orelse.body)
+
+    def _unrolled(self, stmt: cst.For, iterable) -> bool:
+        """``for ev in (done_a, done_b): side.wait_event(ev)``: a loop over a literal tuple or
+        list of two to four events or streams runs its body once with each, in order; walked so,
+        every one is waited for (a generic loop binds one element for all). Not where the body
+        can leave early (``break``, ``continue``, ``return``)."""
+        if not (
+            type(stmt.target) is cst.Name
+            and type(stmt.iter) in (cst.Tuple, cst.List)
+            and isinstance(iterable, TupleValue)
+            and 2 <= len(iterable.items) <= 4
+            and all(isinstance(v, (EventValue, StreamValue)) for v in iterable.items)
+            and stmt.orelse is None
+        ):
+            return False
+        leaves = _LeavesEarly()
+        walk(stmt.body, leaves)
+        if leaves.found:
+            return False
+        for item in iterable.items:
+            if self.state.dead:
+                break
+            self.assign(stmt.target, item, stmt)
+            self.suite(stmt.body)
+        return True
 
     def st_While(self, stmt: cst.While) -> None:
         if self.exprs.query_poll(stmt.test):
