@@ -23,7 +23,7 @@ from synclint.model.call_args import (
     a_setter,
     runs_a_loop,
 )
-from synclint.model.inlining import can_inline, inline_call
+from synclint.model.inlining import call_values, can_inline, inline_call
 from synclint.model.resolver import canonical, dotted
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
@@ -186,7 +186,8 @@ class CallSemantics:
             enable = False if timing is None else _literal_bool(timing)
             label = hint or "event"
             op = i.emit(OpKind.CREATE_EVENT, node, qualname=name)
-            key = label if "." in label else f"{label}@{i.site_number(node)}"
+            site = i.event_site if i.event_site is not None else node
+            key = label if "." in label else f"{label}@{i.site_number(site)}"
             event = EventValue(key, f"event `{label}`", enable, node, conditional=bool(i.guards))
             op.event = event
             if "@" in key:
@@ -259,7 +260,20 @@ class CallSemantics:
         if name in self.i.event_makers and can_inline(self.i, name, self.i.event_makers):
             # `ready = mark(stream)` where `mark` makes an event, records it and returns it:
             # walked here, so the caller holds the event, recorded on the stream it passed.
-            return inline_call(self.i, node.args, self.i.event_makers[name])
+            # An argument of unknown kind (`mark(self.p2p[1])`) is a stream known by its text,
+            # so the event is recorded on that stream, not on the helper's parameter.
+            positional, keywords = call_values(self.i, node.args)
+            plain = [a.value for a in node.args if a.keyword is None and not a.star]
+            positional = [
+                self.as_stream(arg, value) if value is None else value
+                for arg, value in zip(plain, positional)
+            ]
+            # Each call makes an event of its own: keyed by the call, not by the helper's line.
+            outer, self.i.event_site = self.i.event_site, node
+            try:
+                return inline_call(self.i, node.args, self.i.event_makers[name], values=(positional, keywords))
+            finally:
+                self.i.event_site = outer
         summary = self.i.summaries.get(name)
         if summary is not None:
             self.args(node)

@@ -202,6 +202,8 @@ class Interpreter(ControlFlow):
         #: The module's functions that make an event and return it, walked where they are called
         #: (:func:`scopes.event_makers`).
         self.event_makers: dict[str, cst.FunctionDef] = {}
+        #: The call of an event maker being walked: the events it makes are keyed by that call.
+        self.event_site: Optional[cst.CSTNode] = None
         #: Class name -> its methods that synchronize the device, for calls on an instance made
         #: in the same scope (``timer = CommTimer()`` ... ``timer.aggregate_ms()``): see
         #: ``_Builder.summarise_methods`` and ``Calls.instance_class``.
