@@ -23,7 +23,7 @@ from synclint.model.call_args import (
     a_setter,
     runs_a_loop,
 )
-from synclint.model.inlining import call_values, can_inline, inline_call
+from synclint.model.inlining import can_inline, inline_call
 from synclint.model.resolver import canonical, dotted
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
@@ -50,6 +50,13 @@ _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 
 #: A name the walk has not bound (yet) in the scope.
 _NOT_BOUND = object()
+
+
+def _device_kind(text: str) -> Optional[str]:
+    """"cpu" or "cuda" for a device written out (``"cuda:0"``, ``"xpu"``); None for another."""
+    if text.startswith("cpu"):
+        return "cpu"
+    return "cuda" if text.startswith(("cuda", "xpu")) else None
 
 
 def _reads_a_gradient(expr: cst.BaseExpression) -> bool:
@@ -260,18 +267,10 @@ class CallSemantics:
         if name in self.i.event_makers and can_inline(self.i, name, self.i.event_makers):
             # `ready = mark(stream)` where `mark` makes an event, records it and returns it:
             # walked here, so the caller holds the event, recorded on the stream it passed.
-            # An argument of unknown kind (`mark(self.p2p[1])`) is a stream known by its text,
-            # so the event is recorded on that stream, not on the helper's parameter.
-            positional, keywords = call_values(self.i, node.args)
-            plain = [a.value for a in node.args if a.keyword is None and not a.star]
-            positional = [
-                self.as_stream(arg, value) if value is None else value
-                for arg, value in zip(plain, positional)
-            ]
             # Each call makes an event of its own: keyed by the call, not by the helper's line.
             outer, self.i.event_site = self.i.event_site, node
             try:
-                return inline_call(self.i, node.args, self.i.event_makers[name], values=(positional, keywords))
+                return inline_call(self.i, node.args, self.i.event_makers[name])
             finally:
                 self.i.event_site = outer
         summary = self.i.summaries.get(name)
@@ -479,21 +478,8 @@ class CallSemantics:
         root = key.split(".", 1)[0]
         if root == "self" or root not in self.i.params:
             return True
-        annotation = self._annotation_of(root)
+        annotation = self.i.param_annotations.get(root)
         return annotation is not None and "stream" not in annotation.lower()
-
-    def _annotation_of(self, parameter: str) -> Optional[str]:
-        """The annotation of the interpreted function's parameter, as written; None without one."""
-        function = self.i.model.node
-        if type(function) is not cst.FunctionDef:
-            return None
-        params = function.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            if param.name.value == parameter:
-                if param.annotation is None:
-                    return None
-                return dotted(param.annotation.annotation) or self.i.model_code(param.annotation.annotation)
-        return None
 
     def instance_class(self, name: str) -> Optional[str]:
         """The class of this file ``name`` is an instance of, when every binding of ``name`` in the
@@ -685,7 +671,7 @@ class CallSemantics:
             return None
         text = self.device_text(node)
         if text is not None:
-            return "cpu" if text.startswith("cpu") else ("cuda" if text.startswith(("cuda", "xpu")) else None)
+            return _device_kind(text)
         if type(node) is cst.Attribute and node.attr.value == "device":
             storages = storages_of(self.ev(node.value))
             return storages[0].device if storages else None
@@ -705,23 +691,17 @@ class CallSemantics:
         if name in self.i.params or self.i.inline_stack:
             return None
         held = self.state.env.get(name, _NOT_BOUND)
-        if held is _NOT_BOUND and name not in self.i.module_strings:
+        if held is _NOT_BOUND and name not in self.i.module_constants:
             return None
         if held is not _NOT_BOUND and held is not HOST:
             return None  # a tensor, a module, an object: not a string (and no scope walked)
         scope = self.i.scope()
-        if name in scope.parameters or name in scope.shared:
+        if name in scope.shared:
             return None
-        values = scope.bindings.get(name)
-        if values:
-            texts = [self.device_text(v) if isinstance(v, cst.BaseExpression) else None for v in values]
-        elif name in self.i.module_strings:
-            texts = [self.i.module_strings[name]]
-        else:
-            return None
+        values = scope.bindings.get(name) or [self.i.module_constants.get(name)]
         kinds = {
-            None if t is None else "cpu" if t.startswith("cpu") else "cuda" if t.startswith(("cuda", "xpu")) else None
-            for t in texts
+            _device_kind(text) if text is not None else None
+            for text in (self.device_text(v) if isinstance(v, cst.BaseExpression) else None for v in values)
         }
         return kinds.pop() if len(kinds) == 1 else None
 

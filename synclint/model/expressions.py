@@ -955,20 +955,18 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
     def _synchronize_in_a_thread(self, call: cst.Call, function: cst.Attribute):
         """``await loop.run_in_executor(None, event.synchronize)`` (or ``asyncio.to_thread``): the
         coroutine goes on once a worker thread has synchronized the event or stream, which
-        blocks the host's path here as calling it would, without blocking the event loop."""
+        blocks the host's path here as calling it would, without blocking the event loop: the
+        ``synchronize`` is given the meaning a direct call of it has."""
         self.ev(call.func)
         receiver = self.ev(function.value)
         if isinstance(receiver, ModuleRef):
-            if canonical(f"{receiver.qualname}.synchronize") in api.DEVICE_SYNC:
-                self.sync_device(call, "device", "torch.cuda.synchronize")
-            return HOST
+            return self.qualified_call(call, canonical(f"{receiver.qualname}.synchronize"), None)
         event = self.as_event(function.value, receiver)
         if event is not None:
-            self._event_sync(call, event, "event")
-            return HOST
+            return self.event_method(call, event, "synchronize")
         stream = self.as_stream(function.value, receiver)
         if stream is not None:
-            self.sync_stream(call, stream, "stream")
+            return self.stream_method(call, stream, "synchronize")
         return HOST
 
     def stored_item(self, node: cst.Subscript):

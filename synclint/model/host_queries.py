@@ -22,7 +22,6 @@ from synclint.model.call_args import chooses_the_gpu
 from synclint.model.resolver import dotted
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
-#: Host synchronizations that wait for every stream (``torch.cuda.synchronize()``, a helper).
 #: Host synchronizations that wait for every stream: written as one, a helper that makes one,
 #: and ``obj.synchronize()`` on a value of unknown kind whose name does not say stream
 #: (``runner.synchronize()``: taken for the device's, see ``CallSemantics.unknown_method``).

@@ -109,6 +109,19 @@ class FunctionSummary:
 
 
 _UNSEEN = object()
+
+
+def _annotation_name(param: cst.Param) -> Optional[str]:
+    """The class a parameter's annotation names, dotted or as a string (``"Runner"``); None for
+    no annotation or any other form."""
+    if param.annotation is None:
+        return None
+    annotation = param.annotation.annotation
+    if type(annotation) is cst.SimpleString and isinstance(annotation.evaluated_value, str):
+        return annotation.evaluated_value
+    return dotted(annotation)
+
+
 #: Parameter annotations (their last name) of values that are never tensors.
 _HOST_ANNOTATIONS = frozenset(
     {"int", "float", "str", "bool", "dict", "list", "tuple", "Callable", "Module", "device", "dtype"}
@@ -219,8 +232,11 @@ class Interpreter(ControlFlow):
         #: :func:`scopes.names_a_device`. Without it, ``Work.wait()`` is a host backend's, which
         #: blocks the host.
         self.file_names_a_device = True
-        #: Module-level names bound to one string literal only (``DEVICE = "cuda:0"``).
-        self.module_strings: dict[str, str] = {}
+        #: Module-level names bound once, to this value (:func:`scopes.module_constants`).
+        self.module_constants: dict[str, cst.BaseExpression] = {}
+        #: The interpreted function's parameters annotated with a name, by that name
+        #: (``constructor: TorchCUDAGraphConstructor``, also written as a string).
+        self.param_annotations: dict[str, str] = {}
         #: Enclosing ``for`` loops: [id of the statement, its variables, pass of the body].
         self.for_loops: list[list] = []
         #: Enclosing ``for`` loops over a counter (:meth:`ControlFlow.counter_guard`): [the
@@ -552,6 +568,9 @@ class Interpreter(ControlFlow):
             if is_method and index == 0 and name in ("self", "cls"):
                 continue
             self.params.add(name)
+            annotation = _annotation_name(param)
+            if annotation is not None:
+                self.param_annotations[name] = annotation
             if is_flag_parameter(param):
                 self.flag_params.add(name)
             self.bind(name, self._param_value(param))

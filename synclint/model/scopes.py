@@ -85,7 +85,7 @@ class _Builder:
         #: ``cuStreamCreate``): an ``ExternalStream`` here wraps one of them, a new stream.
         self.creates_raw_streams = "StreamCreate" in text
         self.names_a_device = names_a_device(text)
-        self.module_strings = module_strings(module, text)
+        self.module_constants = module_constants(module, text)
         self.bool_switches = _BoolSwitches(text)
         #: ``@contextmanager`` functions, walked where a ``with`` calls them.
         self.context_managers = {
@@ -106,7 +106,7 @@ class _Builder:
         interp.module_names = self.module_names
         interp.external_streams_are_new = self.creates_raw_streams
         interp.file_names_a_device = self.names_a_device
-        interp.module_strings = self.module_strings
+        interp.module_constants = self.module_constants
         interp.context_managers = self.context_managers
         interp.event_makers = self.event_makers
         interp.synchronizing_methods = self.synchronizing_methods
@@ -563,12 +563,12 @@ def event_makers(module: cst.Module, text: str) -> dict[str, cst.FunctionDef]:
     return found
 
 
-def module_strings(module: cst.Module, text: str) -> dict[str, str]:
-    """The module's names bound by its top-level statements to one string literal and to
-    nothing else there (``device = "cuda:0"``, ``DEVICE = torch.device("cpu")``): constants a
-    function may read. A name bound again at the top level, to anything, is left out; so is one
-    that a ``global`` statement names anywhere in the file (a function may set it)."""
-    found: dict[str, str] = {}
+def module_constants(module: cst.Module, text: str) -> dict[str, cst.BaseExpression]:
+    """The module's names bound exactly once by its top-level statements, and by nothing else
+    there (``DEVICE = "cuda:0"``, ``device = torch.device("cpu")``): the value a function that
+    neither binds nor declares the name reads. One that a ``global`` statement names anywhere in
+    the file is left out (a function may set it)."""
+    found: dict[str, cst.BaseExpression] = {}
     dropped: set[str] = set()
     for statement in module.body:
         if type(statement) is not cst.SimpleStatementLine:
@@ -577,28 +577,17 @@ def module_strings(module: cst.Module, text: str) -> dict[str, str]:
             if type(small) not in (cst.Assign, cst.AnnAssign, cst.AugAssign):
                 continue
             targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
-            literal = _written_device(small.value)
             for target in targets:
                 if type(target) is not cst.Name:
                     continue
-                name = target.value
-                if name in found or not isinstance(literal, str) or type(small) is cst.AugAssign:
-                    dropped.add(name)
+                if target.value in found or small.value is None or type(small) is cst.AugAssign:
+                    dropped.add(target.value)
                 else:
-                    found[name] = literal
+                    found[target.value] = small.value
     if found and "global" in text:
         for names in _GLOBAL_STATEMENT.findall(text):
             dropped.update(n.strip() for n in names.split(","))
-    return {name: literal for name, literal in found.items() if name not in dropped}
-
-
-def _written_device(value) -> Optional[str]:
-    """The string ``value`` writes out, also as ``torch.device("cuda:0")``; else None."""
-    if type(value) is cst.Call and dotted(value.func) in ("torch.device", "device") and value.args:
-        value = value.args[0].value
-    if type(value) is cst.SimpleString and isinstance(value.evaluated_value, str):
-        return value.evaluated_value
-    return None
+    return {name: value for name, value in found.items() if name not in dropped}
 
 
 _GLOBAL_STATEMENT = re.compile(r"\bglobal\s+([\w \t,]+)")
