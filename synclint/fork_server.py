@@ -60,12 +60,21 @@ def stop() -> None:
     Its workers are its children, not this process's: until it has been waited for, their time
     and memory count nowhere (``time``, ``wait4`` and benchmark tools would see only this
     process), and it would outlive the command for a moment. It exits as soon as it is told, its
-    workers long gone. Uses the standard library's own way to stop it (``_stop``, private: where
-    it is missing or fails, the server exits by itself when this process does)."""
+    workers long gone. Starting the server also started multiprocessing's resource tracker (a
+    process that would clean up shared memory the workers leaked; they make none), which exits
+    only once every process holding its pipe has: it is stopped and waited for too, or it would
+    outlive the command by a few milliseconds, in the command's process group. Uses the standard
+    library's own way to stop both (``_stop``, private: where it is missing or fails, they exit
+    by themselves when this process does)."""
     forkserver = sys.modules.get("multiprocessing.forkserver")
     if forkserver is None:
         return  # never imported, so never started (a warm run imports no multiprocessing)
     try:
         forkserver._forkserver._stop()  # noqa: SLF001 - see the docstring
     except (AttributeError, OSError, ValueError):
+        return  # the server may still hold the tracker's pipe: waiting for the tracker could hang
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    try:
+        tracker._resource_tracker._stop()  # noqa: SLF001 - see the docstring
+    except (AttributeError, OSError, ValueError, ChildProcessError):
         pass
