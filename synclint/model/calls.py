@@ -23,7 +23,7 @@ from synclint.model.call_args import (
     a_setter,
     runs_a_loop,
 )
-from synclint.model.inlining import can_inline, inline_call
+from synclint.model.inlining import MAX_DEPTH, can_inline, inline_call
 from synclint.model.resolver import canonical, dotted
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
@@ -264,10 +264,15 @@ class CallSemantics:
             self.args(node)
             self.sync_device(node, "helper", name)
             return HOST
-        if name in self.i.event_makers and can_inline(self.i, name, self.i.event_makers):
+        if name in self.i.event_makers and can_inline(
+            self.i, name, self.i.event_makers, depth=MAX_DEPTH + 1
+        ):
             # `ready = mark(stream)` where `mark` makes an event, records it and returns it:
             # walked here, so the caller holds the event, recorded on the stream it passed.
             # Each call makes an event of its own: keyed by the call, not by the helper's line.
+            # One level deeper than other helpers: it is a few statements, and a method that
+            # orders its streams with it is often walked inside two others (`to0_sum` ->
+            # `to0` -> `_p2p_copy` -> `mark`).
             outer, self.i.event_site = self.i.event_site, node
             try:
                 return inline_call(self.i, node.args, self.i.event_makers[name])
@@ -642,7 +647,10 @@ class CallSemantics:
             else:
                 device = "cpu"
         pinned = _is_true(_keyword(node, "pin_memory"))
-        storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
+        alloc = self.state.current
+        if device_node is not None and self._for_another_device(device_node, alloc):
+            alloc = None
+        storage = self.i.new_storage(hint or "<expr>", node, alloc_stream=alloc,
                                      device=device, pinned=pinned)
         if storage.on_host:
             return storage
@@ -657,6 +665,21 @@ class CallSemantics:
             self.i.emit(OpKind.HOST_SYNC, node, target=op.stream, sync_kind="blocking-copy")
             self.i.host_sees(done_with(op))
         return storage
+
+    def _for_another_device(self, device_node: cst.BaseExpression, stream) -> bool:
+        """May ``torch.empty(..., device=d)`` inside ``with torch.cuda.stream(s):`` allocate for
+        another GPU than ``s``'s? Then its memory comes from that GPU's current stream, not from
+        ``s`` (entering the block makes ``s`` current on its own GPU only): which stream the memory
+        belongs to is not known. Asked where ``s`` is one of a list of streams made one per GPU
+        (``[torch.cuda.Stream(device=d) for d in self.devices]``, a multi-GPU runtime) and the
+        allocation names a GPU in other words than ``s``'s (``device=dst_dev``, not
+        ``self.devices[0]`` for ``self.streams[0]``); ``device="cuda"`` is the current GPU, ``s``'s.
+        A single stream made for a named GPU (``torch.cuda.Stream(local_rank)``) is one process's
+        GPU, which its allocations name in other words (``device=self.device``)."""
+        gpu = getattr(stream, "gpu", None)
+        if gpu is None or _string(device_node) == "cuda":
+            return False
+        return self.i.guard_text(device_node) != gpu
 
     def device_text(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
         """The device a device argument writes out (``"cuda:0"``, ``torch.device("xla")``)."""

@@ -16,6 +16,7 @@ import libcst as cst
 
 from synclint.model import api
 from synclint.model.call_args import (
+    _keyword,
     _positional,
     _sequence_expr,
 )
@@ -468,7 +469,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
 
     def condition(self, node: cst.BaseExpression) -> None:
         """A test the host evaluates: a tensor in it is converted with ``bool()``."""
-        value = self.ev(node)
+        self._tested(node, self.ev(node))
+
+    def _tested(self, node: cst.BaseExpression, value) -> None:
         storages = [s for s in storages_of(value) if s.tensor]  # `if reset:` on a flag is not a read
         if storages:
             self.blocking_read(node, storages)
@@ -612,7 +615,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if isinstance(iterable, StreamList):
             index = dotted(target) or "i"
             return StreamValue(f"{iterable.key}[{index}]", f"stream `{iterable.key}[{index}]`", "created",
-                               container=iterable.key, index=index)
+                               container=iterable.key, index=index, gpu=iterable.element_gpu(index))
         if isinstance(iterable, TupleValue):
             works = [v for v in iterable.items if isinstance(v, WorkValue)]
             if works:
@@ -695,7 +698,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             inner = node.slice[0].slice
             text = self.i.model_code(inner.value) if type(inner) is cst.Index else "i"
             return StreamValue(f"{base.key}[{text}]", f"stream `{base.key}[{text}]`", "created",
-                               container=base.key, index=text)
+                               container=base.key, index=text, gpu=base.element_gpu(text))
         if base is None or base is HOST or (
             isinstance(base, Alternatives) and all(v is None or v is HOST for v in base.values)
         ):
@@ -801,6 +804,15 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         )
 
     def binary(self, node: cst.BinaryOperation, left, right, hint):
+        if type(node.operator) is cst.Modulo and isinstance(
+            node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+        ):
+            # `"%d faces" % n` formats its values on the host, as an f-string does: a device
+            # tensor among them is read with a blocking copy (`"%d %d" % (t[0], t[1])` too).
+            storages = [s for s in storages_of(right) if s.tensor]
+            if storages:
+                self.blocking_read(node, storages)
+            return HOST
         if isinstance(left, TupleValue) or isinstance(right, TupleValue) or _sequence_expr(node):
             return None  # list/tuple arithmetic (`xs + [pad] * n`) is Python, not a kernel
         storages = storages_of(left) + storages_of(right)
@@ -831,9 +843,17 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
         return value if isinstance(value, HostValue) else None
 
-    def ex_BooleanOperation(self, node: cst.BooleanOperation):
-        self.condition(node.left)
-        self.condition(node.right)
+    def ex_BooleanOperation(self, node: cst.BooleanOperation, hint=None):
+        left = self.ev(node.left)
+        right = self.ev(node.right, hint)
+        if type(node.operator) is cst.Or and isinstance(right, (EventValue, StreamValue)):
+            # `e = producer_event or record(current_stream())`, `s = side or Stream()`: the object
+            # the caller gave (streams and events are always true), else the fallback, as in `e if
+            # e is not None else record(...)`. What is tested is an optional stream or event, not
+            # a tensor converted with `bool()`, whatever the name of the parameter suggests.
+            return left if isinstance(left, (EventValue, StreamValue)) else right
+        self._tested(node.left, left)
+        self._tested(node.right, right)
         return HOST
 
     def ex_IfExp(self, node: cst.IfExp, hint=None):
@@ -871,7 +891,15 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             key = hint or "streams"
             made = StreamValue(key, f"streams `{key}`", "created", element)  # the list's elements
             self.i.emit(OpKind.CREATE_STREAM, element, qualname="torch.cuda.Stream", target=made)
-            return StreamList(key, f"streams `{key}`")
+            streams = StreamList(key, f"streams `{key}`")
+            device = _keyword(element, "device") or next(iter(_positional(element)), None)
+            loops = list(self._comprehensions(node))
+            if (
+                type(device) is cst.Name and len(loops) == 1 and type(loops[0].target) is cst.Name
+                and loops[0].target.value == device.value
+            ):
+                streams.gpu_per_element = self.i.guard_text(loops[0].iter)
+            return streams
         if hint is not None and type(node) is cst.ListComp and self._allocation(element):
             # `self._staging = [torch.empty(n).pin_memory() for _ in range(k)]`: one element
             # stands for all of them, kept as the list's element (`self._staging[i]`), so that

@@ -30,11 +30,14 @@ _MISSING = object()
 MAX_DEPTH = 2
 
 
-def can_inline(interp: "Interpreter", name: str, functions: Optional[dict] = None) -> bool:
+def can_inline(
+    interp: "Interpreter", name: str, functions: Optional[dict] = None, depth: int = MAX_DEPTH
+) -> bool:
     """May the function ``name`` of ``functions`` (the class's methods unless given) be walked at
-    its call site now? Not when it is already being walked (recursion) or the nesting is deep."""
+    its call site now? Not when it is already being walked (recursion) or the nesting is ``depth``
+    deep."""
     table = interp.class_methods if functions is None else functions
-    return name in table and name not in interp.inline_stack and len(interp.inline_stack) < MAX_DEPTH
+    return name in table and name not in interp.inline_stack and len(interp.inline_stack) < depth
 
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cached_property"})

@@ -33,6 +33,9 @@ class StreamValue:
     index: Optional[str] = None
     #: Stored in an attribute, returned or handed to other code: it may do work later.
     escapes: bool = False
+    #: For an element of a list of streams made one per GPU: the code naming its GPU
+    #: (``self.devices[0]`` for ``self.streams[0]``, :class:`StreamList`).
+    gpu: Optional[str] = None
 
     @property
     def is_default(self) -> bool:
@@ -153,6 +156,14 @@ class StreamList:
 
     key: str
     label: str
+    #: ``[torch.cuda.Stream(device=d) for d in self.devices]``: element ``i`` was made for
+    #: ``self.devices[i]`` (the iterated code, ``self.devices``), one stream per GPU.
+    gpu_per_element: Optional[str] = None
+
+    def element_gpu(self, index: str) -> Optional[str]:
+        if self.gpu_per_element is None:
+            return None
+        return f"{self.gpu_per_element}[{index}]"
 
 
 @dataclass(eq=False)
