@@ -294,6 +294,9 @@ class _Builder:
             # on reaches the other methods through its callers, which walk it where they call it,
             # on their own streams. Only its work on streams it names itself is its own to export.
             exports.append(_Exports.of(interp, keep_entry_stream=method.name.value not in called))
+        for method, export in zip(others, exports[1:]):
+            if method.name.value in called:
+                export.drop_closed_by(_callers(facts, method.name.value, first_round, init_interp))
         # Round 2: every method starts from everything any method (itself included) left open,
         # and sees through helpers that return a tensor made on an attribute stream.
         combined = _Exports.combine(exports)
@@ -702,8 +705,45 @@ def _covered_by(access: Access, records) -> bool:
     return any(r.stream.key == key and r.vc.get(key, 0) >= access.op.seq for r in records)
 
 
+def _callers(facts: "_ClassFacts", name: str, runs: dict, init_interp) -> Optional[list]:
+    """The first runs of the methods that call ``name``, or None when one of them was not run as
+    an entry point (a private helper, walked only where it is called)."""
+    found = []
+    for caller, names in facts.calls.items():
+        if name not in names or caller == name:
+            continue
+        run = init_interp if caller == "__init__" else runs.get(caller)
+        if run is None:
+            return None
+        found.append(run)
+    return found
+
+
+def _leaves_open(interp: Interpreter, key: str) -> bool:
+    """Does the run end with work on stream ``key`` that neither its entry stream nor the host
+    waited for?"""
+    state = interp.state
+    last = state.issued.get(key, 0)
+    return bool(last) and state.stream_vc(interp.entry.key).get(key, 0) < last and (
+        state.host_vc.get(key, 0) < last
+    )
+
+
 class _Exports:
     """What a method leaves behind for the next method: open accesses and recorded events."""
+
+    def drop_closed_by(self, callers: Optional[list]) -> None:
+        """Keep only the side-stream accesses some caller of this helper method leaves open:
+        what every caller waits for before it returns cannot race with the next method
+        (fast-reid's `prepare()` gathers on a side stream; its only caller, `forward_backward()`,
+        then runs `forward()`, which makes the current stream wait for that stream). Called on its
+        own from outside the class, the helper could leave it open: not assumed."""
+        if not callers:
+            return
+        self.accesses = [
+            a for a in self.accesses
+            if any(_leaves_open(run, a.stream.key) for run in callers)
+        ]
 
     def __init__(self) -> None:
         self.accesses: list[Access] = []
