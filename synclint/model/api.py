@@ -232,8 +232,9 @@ DEVICE_METADATA = frozenset(
 )
 
 #: Methods that set a flag on the host and return the object itself: ``model.eval()``,
-#: ``net.train(False)``, ``w.requires_grad_(False)`` launch no kernel and touch no data.
-HOST_FLAG_METHODS = frozenset({"eval", "train", "requires_grad_"})
+#: ``net.train(False)``, ``w.requires_grad_(False)``, ``w.detach_()`` launch no kernel and touch no
+#: data.
+HOST_FLAG_METHODS = frozenset({"eval", "train", "requires_grad_", "detach_"})
 
 #: ``nn.Module`` methods that hand out the module's own tensors without any work:
 #: ``model.parameters()`` is the module's storage seen another way, not a new tensor.

@@ -29,6 +29,7 @@ from synclint.model.values import (
     HOST,
     Alternatives,
     EventValue,
+    Storage,
     StreamValue,
     TupleValue,
     WorkValue,
@@ -269,6 +270,27 @@ class ControlFlow:
             return None
         return (constants == {"True"}) != negated
 
+    def tensor_type_test(self, test: cst.BaseExpression) -> Optional[bool]:
+        """``isinstance(ids, torch.Tensor)`` (or ``torch.is_tensor(ids)``, or ``not`` either) where
+        ``ids`` is known to be a tensor on the GPU (``scores.argmax(-1)`` of a CUDA tensor, handed to
+        a helper that accepts a list too): the test is true. None otherwise: a parameter may be
+        anything, and a value used only in arithmetic and indexing may be a NumPy array."""
+        negated = False
+        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, negated = test.expression, not negated
+        if type(test) is not cst.Call or not test.args:
+            return None
+        name = self.exprs.callee_name(test.func)
+        if name == "isinstance" and len(test.args) == 2:
+            if self.exprs.callee_name(test.args[1].value) != "torch.Tensor":
+                return None
+        elif name != "torch.is_tensor" or len(test.args) != 1:
+            return None
+        value = self.state.env.get(test.args[0].value.value) if type(test.args[0].value) is cst.Name else None
+        if not (isinstance(value, Storage) and value.tensor and value.root.device == "cuda"):
+            return None
+        return not negated
+
     def counter_guard(self, test: cst.BaseExpression) -> Optional[bool]:
         """The value of a test of an enclosing loop's counter in the body's second pass, which
         stands for the iterations after the first: ``if i > 0:`` (``i >= 1``, ``i != 0``, ``if
@@ -324,6 +346,8 @@ class ControlFlow:
         """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
         Each ``elif`` test is evaluated on the path where the earlier tests failed."""
         switch = self.constant_switch(stmt.test)
+        if switch is None:
+            switch = self.tensor_type_test(stmt.test)
         if switch is None and self.counted_loops:
             switch = self.counter_guard(stmt.test)
         if switch is not None:
@@ -347,6 +371,10 @@ class ControlFlow:
         handle = self._conditional_handle_waited(stmt)
         if handle is not None:
             return self._optional_branch(stmt, handle, waited_on_every_path=True)
+        if stmt.orelse is None and self._copy_source_on_the_device(stmt.test):
+            self.exprs.condition(stmt.test)
+            self.suite(stmt.body)
+            return None
         optional = _optional_tested(stmt)
         if optional is not None and self._set_only_with_a_device(optional):
             # `event = torch.cuda.Event() if torch.cuda.is_available() else None` ... `if event:
@@ -422,6 +450,23 @@ class ControlFlow:
                 if stream is not None:
                     return stream.key
         return None
+
+    def _copy_source_on_the_device(self, test: cst.BaseExpression) -> bool:
+        """``if counts.is_cuda:`` (no ``else``) where ``counts`` is the source of a non-blocking
+        copy made before: where the test fails the copy ran from host memory, synchronously, so
+        nothing of it is pending on that path and the branch (``torch.cuda.synchronize()``) holds
+        after it."""
+        if not (type(test) is cst.Attribute and test.attr.value == "is_cuda" and type(test.value) is cst.Name):
+            return False
+        tested = self.state.env.get(test.value.value)
+        if not isinstance(tested, Storage):
+            return False
+        root = tested.root
+        return any(
+            op.copy is not None and op.copy.non_blocking and op.copy.src is not None
+            and op.copy.src.root is root
+            for op in self.model.ops
+        )
 
     def _nothing_on_the_device(self) -> None:
         """On a path where CUDA is unavailable nothing ran on a device: what the clocks say is
