@@ -170,8 +170,14 @@ class EventWaitIsNotHostSync(Rule):
         found = subtractions.get(id(function))
         if found is None:  # one walk per function, however many waits and readings it has
             found = subtractions[id(function)] = Subtractions.of(function.node)
-        clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < wait.index and not c.inlined]
-        starts, _ = interval_starts(end, clocks, parents, found)
+        clocks = [c for c in function.ops_of(OpKind.HOST_CLOCK) if c.index < end.index and not c.inlined]
+        starts, since = interval_starts(end, clocks, parents, found)
+        if since is not None:
+            # `now() - t0`: the delta starts at the last reading bound to `t0` before `end`. In a
+            # loop's next pass that is read again after the wait (`t0 = perf_counter()` at the
+            # top of the body), and the delta spans only what comes after it.
+            return starts[-1] if starts and starts[-1].index < wait.index else None
+        starts = [c for c in starts if c.index < wait.index]
         return starts[-1] if starts else None
 
     def _report_need(self, ctx: RuleContext, wait: Op, later: Op, what: str) -> Diagnostic:
