@@ -96,6 +96,14 @@ def _is_true(node: Optional[cst.BaseExpression]) -> bool:
     return type(node) is cst.Name and node.value == "True"
 
 
+def _may_be_true(node: Optional[cst.BaseExpression]) -> bool:
+    """``True``, or a conditional one of whose arms is (``non_blocking=True if dev != cpu else
+    False``: the copy is non-blocking where the code says it matters)."""
+    if type(node) is cst.IfExp:
+        return _may_be_true(node.body) or _may_be_true(node.orelse)
+    return _is_true(node)
+
+
 def _literal_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
     if type(node) is cst.Name and node.value in ("True", "False"):
         return node.value == "True"

@@ -496,6 +496,10 @@ class Interpreter(ControlFlow):
 
     def _referenced(self, storage: Storage) -> bool:
         root = storage.root
+        # Inside a helper walked where it is called, the caller's names still hold what they held
+        # (`d = (d - lo) / hi` rebinds the helper's parameter, not the caller's `depth`).
+        if any(root.id in held() for held in self.inline_keep):
+            return True
         env = self.state.env
         for name in root.names:
             value = env.get(name)

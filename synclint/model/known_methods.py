@@ -16,6 +16,7 @@ from synclint.model.call_args import (
     _is_dtype,
     _is_true,
     _keyword,
+    _may_be_true,
     _positional,
     is_dtype_name,
     mark_host,
@@ -34,6 +35,10 @@ from synclint.model.values import (
     WorkValue,
     storages_of,
 )
+
+
+#: In-place methods whose argument is the value to write, usually a Python number.
+_SCALAR_FILLS = frozenset({"fill_", "fill_diagonal_"})
 
 
 class KnownValueMethods:
@@ -224,12 +229,18 @@ class KnownValueMethods:
         if method == "wait" or method == "synchronize":
             self.args(node)
             return None
-        if is_opaque_method(method) and not any(s.tensor for s in storages):
+        if (is_opaque_method(method) or method == "put") and not any(s.tensor for s in storages):
             # No tensor has this method: the receiver, never used as a tensor, is some other
-            # object (`group.rank()`, `handle_buf.append(...)`, `runner.capture(x)`).
+            # object (`group.rank()`, `handle_buf.append(...)`, `runner.capture(x)`). `put` is
+            # also a queue's (`q.put(frame)`, far more often than `Tensor.put`): it stores its
+            # argument.
             return self.unknown_method(node, node.func, None, method, hint)
         values = self.args(node)
         arg_storages = [s for v in values for s in storages_of(v)]
+        if method in _SCALAR_FILLS:
+            # `buf.fill_(t)` takes a number, or a one-element tensor: a value of unknown kind
+            # (`t = timestep(i, n)`, then `0.5 + t * 0.5`) is the number, not a tensor read.
+            arg_storages = [s for s in arg_storages if s.tensor]
         if method.endswith("_") and not method.endswith("__"):
             self.tensor_op(node, reads=arg_storages, writes=storages)
             return receiver
@@ -255,8 +266,8 @@ class KnownValueMethods:
         positional = _positional(node)
         values = self.args(node)
         sources = storages_of(values[0]) if values else []
-        non_blocking = _is_true(_keyword(node, "non_blocking")) or (
-            len(positional) > 1 and _is_true(positional[1])
+        non_blocking = _may_be_true(_keyword(node, "non_blocking")) or (
+            len(positional) > 1 and _may_be_true(positional[1])
         )
         dst = destinations[0]
         src = sources[0] if sources else None
@@ -304,7 +315,7 @@ class KnownValueMethods:
         self.args(node)
         src = storages[0]
         self.mark_tensor(storages)
-        non_blocking = _is_true(_keyword(node, "non_blocking"))
+        non_blocking = _may_be_true(_keyword(node, "non_blocking"))
         target: Optional[str]
         pinned = False
         device_node = None
@@ -327,7 +338,7 @@ class KnownValueMethods:
                     # `.to(device)` from a CPU tensor is almost always an upload; not to a device
                     # written out as another kind (`"xla"`, `torch.device("mps")`).
                     target = "cuda"
-            if len(positional) > 1 and _is_true(positional[1]):
+            if len(positional) > 1 and _may_be_true(positional[1]):
                 non_blocking = True
         else:
             target = src.device  # dtype conversion
