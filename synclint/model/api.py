@@ -98,7 +98,9 @@ BARRIER = "torch.distributed.barrier"
 DEVICE_PRESENT = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialized"})
 #: Flags that say the program chose the GPU (``if args.use_cuda:``), read like ``DEVICE_PRESENT``:
 #: where they are false, the program runs on the CPU.
-DEVICE_CHOSEN_FLAGS = frozenset({"use_cuda", "use_gpu"})
+DEVICE_CHOSEN_FLAGS = frozenset(
+    {"use_cuda", "use_gpu", "cuda_available", "cudaAvailable", "gpu_available", "has_cuda"}
+)
 #: The same as plain variables only: ``tensor.is_cuda`` says where one tensor lives, not that
 #: nothing runs on the GPU where it is false.
 DEVICE_CHOSEN_NAMES = frozenset({"is_cuda", "on_cuda", "is_gpu", "on_gpu"})

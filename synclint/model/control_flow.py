@@ -21,6 +21,7 @@ import libcst as cst
 from synclint.cstwalk import walk
 from synclint.model import api
 from synclint.model.call_args import chooses_the_gpu, compares_a_written_device_to_cuda
+from synclint.model.bindings import Scope
 from synclint.model.context_managers import enter as enter_context_manager
 from synclint.model.resolver import dotted, is_self_attribute, target_names
 from synclint.model.state import State, join, vc_join
@@ -498,7 +499,38 @@ class ControlFlow:
         device in ["cuda", "cpu"]:``, :func:`~synclint.model.call_args.compares_a_written_device_to_cuda`)."""
         if chooses_the_gpu(test) or compares_a_written_device_to_cuda(test, self.local_bindings):
             return True
-        return type(test) is cst.Call and self.resolver.qualify(test.func) in api.DEVICE_PRESENT
+        if type(test) is cst.Call:
+            return self.resolver.qualify(test.func) in api.DEVICE_PRESENT
+        return self._made_only_with_a_device(test)
+
+    def _made_only_with_a_device(self, test: cst.BaseExpression) -> bool:
+        """``if self.stream:`` where ``__init__`` sets the attribute only to ``X if <a device is
+        present> else None`` (``torch.cuda.Stream() if checker.cudaAvailable else None``): where
+        it is None there is no device. Two such streams are then present or absent together,
+        which a join of the branches of the first ``if`` cannot say on its own."""
+        if not (
+            type(test) is cst.Attribute and type(test.value) is cst.Name and test.value.value == "self"
+        ):
+            return False
+        key = f"self.{test.attr.value}"
+        held = self.state.env.get(key)
+        if held is None or held is HOST:
+            return False
+        init = (self.class_methods or {}).get("__init__")
+        if init is None:
+            return False
+        if self._init_scope is None or self._init_scope.node is not init:
+            self._init_scope = Scope(init, "self")
+        values = self._init_scope.bindings.get(key)
+        return bool(values) and all(
+            type(v) is cst.IfExp
+            and type(v.orelse) is cst.Name
+            and v.orelse.value == "None"
+            and self._device_present(v.test)
+            for v in values
+        )
+
+    _init_scope: Optional[Scope] = None
 
     def _flag_arms(self, stmt: cst.If) -> Optional[list]:
         """The arms of an ``if``/``elif``/``else`` whose every test is a configuration switch
@@ -519,14 +551,21 @@ class ControlFlow:
         any arm ordered holds after the join (see :meth:`flag_parameter`)."""
         start = self.state
         ends = []
-        for test, body in arms:
+        # `if self.stream: <on the stream> else: <without>`, the stream made only with a device:
+        # the other arms run where there is none (as after `if torch.cuda.is_available():`).
+        without_device = arms[0][0] is not None and self._made_only_with_a_device(arms[0][0])
+        for index, (test, body) in enumerate(arms):
             # Each test is evaluated where the tests before it failed; its arm starts there.
             if test is not None:
                 self.exprs.condition(test)
             failed_tests = self.state
             self.state = failed_tests.copy()
+            if without_device and index:
+                self._nothing_on_the_device()
             if body is not None:
                 self.suite(body)
+            if without_device and index:
+                self._nothing_on_the_device()
             ends.append(self.state)
             self.state = failed_tests
         result = ends[0]
@@ -538,7 +577,9 @@ class ControlFlow:
             others = ends[:index] + ends[index + 1:]
             for key, vc in one.vc.items():
                 result.vc[key] = vc_join(result.vc.get(key, {}), vc)
-            result.host_vc = vc_join(result.host_vc, one.host_vc)
+            if not (without_device and index):
+                # (what the host "saw" on an arm without a device was vacuous, not a sync)
+                result.host_vc = vc_join(result.host_vc, one.host_vc)
             # `if overlap: self.done.record()` ... `if overlap: ...; self.done.wait()`: an event
             # recorded on one arm only is waited, if at all, under the same switch.
             for key, event in one.events.items():
