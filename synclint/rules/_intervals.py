@@ -21,6 +21,18 @@ from synclint.model.resolver import dotted
 
 #: Words in a delta's destination that say it measures submitting the work, not the work.
 _SUBMISSION = re.compile(r"submit|launch|enqueue", re.IGNORECASE)
+#: ``cpu`` or ``host`` as a word of an identifier or key (``t_cpu_end``, ``cpu_prep``,
+#: ``hostMs``; not ``ghost``, ``cpus``): a time named for the host's side of the work.
+_HOST_SIDE = re.compile(
+    r"(?:(?:^|[_\W])(?:cpu|host)|(?<=[a-z0-9])(?:Cpu|CPU|Host|HOST)|^(?:Cpu|CPU|Host|HOST))"
+    r"(?=$|[_\W]|[A-Z0-9])"
+)
+
+
+def _names_host_time(text: str) -> bool:
+    """Does ``text`` name a time of the submission (``launch_ms``) or of the host's side of the
+    work (``cpu_prep``)? Such a delta measures what it says, not the device's work."""
+    return bool(_SUBMISSION.search(text) or _HOST_SIDE.search(text))
 
 
 def subtracts_from(clock: cst.CSTNode, parents) -> bool:
@@ -106,19 +118,19 @@ def measures_submission(clock: cst.CSTNode, parents) -> bool:
         type(parent) is cst.BinaryOperation
         and type(parent.operator) is cst.Subtract
         and parent.left is clock
-        and _SUBMISSION.search(dotted(parent.right) or "")
+        and _names_host_time(dotted(parent.right) or "")
     ):
         return True  # `time.perf_counter() - launch_start`: from the start of the launch
     while type(parent) is cst.BinaryOperation:
         node, parent = parent, parents.get(parent)
     if type(parent) is cst.Arg:
         if parent.keyword is not None:
-            return _SUBMISSION.search(parent.keyword.value) is not None
+            return _names_host_time(parent.keyword.value)
         # `self._record_timing("offload_launch_ms", (time.perf_counter() - t0) * 1e3)`: handed
         # to a recorder with a metric named for the launch.
         call = parents.get(parent)
         return type(call) is cst.Call and any(
-            type(a.value) is cst.SimpleString and _SUBMISSION.search(a.value.value) for a in call.args
+            type(a.value) is cst.SimpleString and _names_host_time(a.value.value) for a in call.args
         )
     if type(parent) is cst.Assign and parent.value is node:
         targets = [t.target for t in parent.targets]
@@ -126,7 +138,7 @@ def measures_submission(clock: cst.CSTNode, parents) -> bool:
         targets = [parent.target]
     else:
         return False
-    return any(_SUBMISSION.search(_destination(t)) for t in targets)
+    return any(_names_host_time(_destination(t)) for t in targets)
 
 
 def _destination(target: cst.BaseExpression) -> str:
