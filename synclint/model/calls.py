@@ -679,7 +679,7 @@ class CallSemantics:
         gpu = getattr(stream, "gpu", None)
         if gpu is None or _string(device_node) == "cuda":
             return False
-        return self.i.guard_text(device_node) != gpu
+        return self.i.model_code(device_node) != gpu
 
     def device_text(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
         """The device a device argument writes out (``"cuda:0"``, ``torch.device("xla")``)."""

@@ -483,7 +483,10 @@ class ControlFlow:
         held = self.state.env.get(name)
         if held is None or held is HOST:
             return False
-        values = self.local_bindings(name)
+        return self._each_made_with_a_device(self.local_bindings(name))
+
+    def _each_made_with_a_device(self, values: Optional[list]) -> bool:
+        """Is every value ``X if <a device is present> else None``?"""
         return bool(values) and all(
             type(v) is cst.IfExp
             and type(v.orelse) is cst.Name
@@ -521,14 +524,7 @@ class ControlFlow:
             return False
         if self._init_scope is None or self._init_scope.node is not init:
             self._init_scope = Scope(init, "self")
-        values = self._init_scope.bindings.get(key)
-        return bool(values) and all(
-            type(v) is cst.IfExp
-            and type(v.orelse) is cst.Name
-            and v.orelse.value == "None"
-            and self._device_present(v.test)
-            for v in values
-        )
+        return self._each_made_with_a_device(self._init_scope.bindings.get(key))
 
     _init_scope: Optional[Scope] = None
 

@@ -903,7 +903,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 type(device) is cst.Name and len(loops) == 1 and type(loops[0].target) is cst.Name
                 and loops[0].target.value == device.value
             ):
-                streams.gpu_per_element = self.i.guard_text(loops[0].iter)
+                streams.gpu_per_element = self.i.model_code(loops[0].iter)
             return streams
         if hint is not None and type(node) is cst.ListComp and self._allocation(element):
             # `self._staging = [torch.empty(n).pin_memory() for _ in range(k)]`: one element
