@@ -222,6 +222,8 @@ def _written_strings(bindings) -> Optional[list[str]]:
     for value in bindings:
         if isinstance(value, ElementOf) and type(value.container) in (cst.List, cst.Tuple, cst.Set):
             items = [_string(e.value) for e in value.container.elements]
+        elif type(value) is cst.IfExp:  # `"cuda" if torch.cuda.is_available() else "cpu"`
+            items = [_string(value.body), _string(value.orelse)]
         else:
             items = [_string(value) if isinstance(value, cst.BaseExpression) else None]
         if not items or any(item is None for item in items):

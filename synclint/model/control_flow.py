@@ -39,6 +39,10 @@ from synclint.model.values import (
 )
 
 
+#: ``isinstance(x, float)``: types no tensor (nor array) is an instance of.
+_HOST_SCALAR_TYPES = frozenset({"float", "int", "bool", "str", "bytes"})
+
+
 def _optional_tested(stmt: cst.If) -> Optional[str]:
     """The name ``stmt`` tests for being set (``if s is not None:`` / ``if s:``), with no
     ``else``: the key of the stream it would be, or None."""
@@ -275,20 +279,30 @@ class ControlFlow:
         """``isinstance(ids, torch.Tensor)`` (or ``torch.is_tensor(ids)``, or ``not`` either) where
         ``ids`` is known to be a tensor on the GPU (``scores.argmax(-1)`` of a CUDA tensor, handed to
         a helper that accepts a list too): the test is true. None otherwise: a parameter may be
-        anything, and a value used only in arithmetic and indexing may be a NumPy array."""
+        anything, and a value used only in arithmetic and indexing may be a NumPy array. And
+        ``isinstance(loss, float)`` (``int``, ``bool``, ``str``) where ``loss`` is a tensor the
+        function made (or an array: neither is a number): false."""
         negated = False
         while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             test, negated = test.expression, not negated
         if type(test) is not cst.Call or not test.args:
             return None
         name = self.exprs.callee_name(test.func)
+        host_type = False
         if name == "isinstance" and len(test.args) == 2:
-            if self.exprs.callee_name(test.args[1].value) != "torch.Tensor":
+            kind = test.args[1].value
+            host_type = type(kind) is cst.Name and kind.value in _HOST_SCALAR_TYPES
+            if not host_type and self.exprs.callee_name(kind) != "torch.Tensor":
                 return None
         elif name != "torch.is_tensor" or len(test.args) != 1:
             return None
         value = self.state.env.get(test.args[0].value.value) if type(test.args[0].value) is cst.Name else None
-        if not (isinstance(value, Storage) and value.tensor and value.root.device == "cuda"):
+        if not (isinstance(value, Storage) and value.tensor):
+            return None
+        if host_type:
+            # `isinstance(loss, float)` on a tensor made here (or an array): false.
+            return negated if value.root.origin == "local" else None
+        if value.root.device != "cuda":
             return None
         return not negated
 
@@ -500,7 +514,7 @@ class ControlFlow:
         the program's choice of the GPU (``if args.use_cuda:``, ``if self.device.type == "cuda":``,
         :func:`~synclint.model.call_args.chooses_the_gpu`; ``if device == "cuda":`` in ``for
         device in ["cuda", "cpu"]:``, :func:`~synclint.model.call_args.compares_a_written_device_to_cuda`)."""
-        if chooses_the_gpu(test) or compares_a_written_device_to_cuda(test, self.local_bindings):
+        if chooses_the_gpu(test) or compares_a_written_device_to_cuda(test, self.written_values):
             return True
         if type(test) is cst.Call:
             return self.resolver.qualify(test.func) in api.DEVICE_PRESENT

@@ -734,8 +734,12 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             if not any(s.tensor for s in index_storages):
                 # `x[idx]` with an index of unknown kind: read x here, but `idx` may be an int.
                 return self.tensor_op(node, reads=storages, result_label="<expr>")
-            if len(node.slice) == 1 and type(getattr(node.slice[0].slice, "value", None)) is cst.Comparison:
-                # `x[owner == g]`: a boolean mask selects as many elements as it holds true.
+            if len(node.slice) == 1 and (
+                type(getattr(node.slice[0].slice, "value", None)) is cst.Comparison
+                or (len(index_storages) == 1 and index_storages[0].mask)
+            ):
+                # `x[owner == g]`, or `mask = owner == g; x[mask]`: a boolean mask selects as many
+                # elements as it holds true.
                 return self.size_from_data(node, storages + index_storages, "<expr>")
             # Advanced indexing with a tensor: a gather, i.e. a new tensor.
             return self.tensor_op(node, reads=storages + index_storages, result_label="<expr>")
@@ -833,7 +837,10 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         storages = [s for v in values for s in storages_of(v)]
         if storages:
             evidence = any(s.tensor for s in storages)
-            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
+            result = self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
+            if result is not None:
+                result.mask = True
+            return result
         return HOST
 
     def ex_UnaryOperation(self, node: cst.UnaryOperation, hint=None):

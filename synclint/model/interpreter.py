@@ -1006,6 +1006,20 @@ class Interpreter(ControlFlow):
             return None
         return values
 
+    def written_values(self, name: str) -> Optional[list]:
+        """:meth:`local_bindings`, or for a name the function neither binds nor takes, the value
+        the module binds it to once (``DEV = "cuda" if torch.cuda.is_available() else "cpu"``)."""
+        values = self.local_bindings(name)
+        if values is not None:
+            return values
+        constant = self.module_constants.get(name)
+        if constant is None:
+            return None
+        scope = self.scope()
+        if name in scope.bindings or name in scope.parameters or name in scope.shared:
+            return None
+        return [constant]
+
     # -- definitions -----------------------------------------------------------------------------
 
     def st_FunctionDef(self, stmt: cst.FunctionDef) -> None:

@@ -107,6 +107,9 @@ class Storage:
     #: it and gain it when used as a tensor (a tensor method, arithmetic, a torch function); hazards
     #: on values that never show evidence are dropped, because they are usually configs or modules.
     tensor: bool = True
+    #: The result of a comparison (``mask = x > 0``): indexing with it selects as many elements as
+    #: it holds true, a size the host reads from the device.
+    mask: bool = False
     #: For a static slice of another tensor (``buf[:, :n]``): the tensor it views and the slice's
     #: text. Accesses are recorded on the base; two different static slices are taken as disjoint
     #: (halo exchanges and bucket views write separate slices from separate streams).
