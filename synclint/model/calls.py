@@ -718,10 +718,9 @@ class CallSemantics:
             return None
         if held is not _NOT_BOUND and held is not HOST:
             return None  # a tensor, a module, an object: not a string (and no scope walked)
-        scope = self.i.scope()
-        if name in scope.shared:
+        values = self.i.written_values(name)
+        if values is None:
             return None
-        values = scope.bindings.get(name) or [self.i.module_constants.get(name)]
         kinds = {
             _device_kind(text) if text is not None else None
             for text in (self.device_text(v) if isinstance(v, cst.BaseExpression) else None for v in values)

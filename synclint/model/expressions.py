@@ -635,16 +635,28 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return env[node.value]
         if node.value in ("True", "False", "None"):
             return HOST
-        made = self.i.module_constants.get(node.value)
-        if type(made) is cst.Call and self.callee_name(made.func) in api.STREAM_FACTORIES:
-            # `side = torch.cuda.Stream()` at the top of the module: one stream, made before any
-            # function runs (like an attribute's), that has waited for nothing.
-            return StreamValue(node.value, f"stream `{node.value}`", "created", made)
+        stream = self.module_stream(node.value)
+        if stream is not None:
+            return stream
         name = self.i.resolver.qualify(node)
         if name and (name.startswith("torch") or name.split(".")[0] in _KNOWN_MODULES):
             # time/timeit: so that `time.perf_counter()` is a HOST_CLOCK; weakref: `weakref.ref`
             return ModuleRef(name)
         return None
+
+    def module_stream(self, name: str) -> Optional[StreamValue]:
+        """``side = torch.cuda.Stream()`` at the top of the module: one stream, made before any
+        function runs (like an attribute's), that has waited for nothing; the same value at every
+        read of the name in the scope."""
+        streams = self.i.module_streams
+        if name not in streams:
+            made = self.i.module_constants.get(name)
+            streams[name] = (
+                StreamValue(name, f"stream `{name}`", "created", made)
+                if type(made) is cst.Call and self.callee_name(made.func) in api.STREAM_FACTORIES
+                else None
+            )
+        return streams[name]
 
     def ex_Integer(self, node):
         return HOST

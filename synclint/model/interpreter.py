@@ -234,6 +234,8 @@ class Interpreter(ControlFlow):
         self.file_names_a_device = True
         #: Module-level names bound once, to this value (:func:`scopes.module_constants`).
         self.module_constants: dict[str, cst.BaseExpression] = {}
+        #: Module-level names read so far, to the stream each one is (None: not a stream).
+        self.module_streams: dict[str, Optional[StreamValue]] = {}
         #: The interpreted function's parameters annotated with a name, by that name
         #: (``constructor: TorchCUDAGraphConstructor``, also written as a string).
         self.param_annotations: dict[str, str] = {}

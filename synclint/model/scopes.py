@@ -732,6 +732,10 @@ def _leaves_open(interp: Interpreter, key: str) -> bool:
 class _Exports:
     """What a method leaves behind for the next method: open accesses and recorded events."""
 
+    def __init__(self) -> None:
+        self.accesses: list[Access] = []
+        self.events: dict[str, tuple[EventValue, list[Access], tuple]] = {}
+
     def drop_closed_by(self, callers: Optional[list]) -> None:
         """Keep only the side-stream accesses some caller of this helper method leaves open:
         what every caller waits for before it returns cannot race with the next method
@@ -744,10 +748,6 @@ class _Exports:
             a for a in self.accesses
             if any(_leaves_open(run, a.stream.key) for run in callers)
         ]
-
-    def __init__(self) -> None:
-        self.accesses: list[Access] = []
-        self.events: dict[str, tuple[EventValue, list[Access], tuple]] = {}
 
     @classmethod
     def of(cls, interp: Interpreter, keep_entry_stream: bool = True) -> "_Exports":

@@ -121,10 +121,12 @@ def _between_capture_calls(body) -> list[cst.CSTNode]:
             inside = True
         elif method == "capture_end":
             inside = False
-        elif inside and type(statement) is cst.Try and _before_capture_end(statement.body.body) is not None:
+        elif inside and type(statement) is cst.Try and (
+            captured := _before_capture_end(statement.body.body)
+        ) is not None:
             # `try: step(); graph = wp.capture_end(); replay...; except: wp.capture_end(); raise`:
             # the capture ends inside the `try`, on the path that does not raise.
-            regions.extend(_before_capture_end(statement.body.body))
+            regions.extend(captured)
             for handler in statement.handlers:
                 ended = _before_capture_end(handler.body.body)
                 regions.extend(handler.body.body if ended is None else ended)
