@@ -90,6 +90,14 @@ _COUNTING_OPERATORS = (cst.Add, cst.Subtract, cst.AddAssign, cst.SubtractAssign)
 _SIZE_QUERIES = frozenset({"numel", "nelement", "size", "dim", "ndimension", "element_size", "len"})
 
 
+def _operands_device(storages) -> str:
+    """The device of an operator's result (``out - y.cuda()``, ``out > y.cuda()``): a CUDA tensor
+    wherever one operand is, even where another's device is unknown, because PyTorch lets only a
+    zero-dimensional CPU tensor meet a CUDA one (the result is on the GPU) and any other CPU operand
+    raises. Otherwise the operands' common device (``tensor_op``'s ``"same"``)."""
+    return "cuda" if any(s.device == "cuda" for s in storages) else "same"
+
+
 def _a_size(node: cst.BaseExpression) -> bool:
     """A size: ``len(xs)``, ``t.numel()``, ``t.size(0)``, ``t.shape[0]``."""
     if type(node) is cst.Call:
@@ -839,7 +847,10 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         storages = storages_of(left) + storages_of(right)
         if storages:
             evidence = self.arithmetic_evidence(storages, node.operator, node.right)
-            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
+            return self.tensor_op(
+                node, reads=storages, result_label=hint or "<expr>", evidence=evidence,
+                device=_operands_device(storages),
+            )
         return HOST if isinstance(left, HostValue) and isinstance(right, HostValue) else None
 
     def ex_Comparison(self, node: cst.Comparison, hint=None):
@@ -849,7 +860,10 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         storages = [s for v in values for s in storages_of(v)]
         if storages:
             evidence = any(s.tensor for s in storages)
-            result = self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
+            result = self.tensor_op(
+                node, reads=storages, result_label=hint or "<expr>", evidence=evidence,
+                device=_operands_device(storages),
+            )
             if result is not None:
                 result.mask = True
             return result
