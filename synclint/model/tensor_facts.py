@@ -55,6 +55,8 @@ class TensorFacts:
 
 
 UNKNOWN_TENSOR = TensorFacts(None, None, "a tensor")
+#: What :meth:`TensorFactsResolver._existing_data` says of data made on the host, not a tensor.
+_NEW_DATA = object()
 
 
 def device_of_literal(node: cst.BaseExpression, names: ImportResolver) -> str | None:
@@ -180,6 +182,10 @@ class TensorFactsResolver:
         device_arg = keyword(call, "device")
         pinned_arg = keyword(call, "pin_memory")
         pinned = literal_bool(pinned_arg.value) if pinned_arg is not None else False
+        if name in ("as_tensor", "asarray") and device_arg is None and call.args:
+            existing = self._existing_data(call.args[0].value, at, depth)
+            if existing is not _NEW_DATA:
+                return existing
         if name in FACTORIES or name == "from_numpy":
             if device_arg is None:
                 return TensorFacts(
@@ -206,6 +212,22 @@ class TensorFactsResolver:
                 )
             return UNKNOWN_TENSOR
         return None
+
+    def _existing_data(self, data: cst.BaseExpression, at, depth: int):
+        """``torch.as_tensor(data)`` returns ``data`` itself where it is a tensor (no copy, no
+        device change): its facts then, None where ``data`` may be a tensor made elsewhere (a
+        parameter, an attribute: a caller's camera centre on the GPU), or :data:`_NEW_DATA`
+        where it is made here of host data (a list, an array from a call)."""
+        facts = self.facts(data, at, depth + 1)
+        if facts is not None:
+            return facts
+        try:
+            leaves = self.bindings.origins(data, at)
+        except Unknown:
+            return None
+        if any(type(leaf) in (cst.Name, cst.Attribute) for leaf in leaves):
+            return None
+        return _NEW_DATA
 
     def _method(self, call: cst.Call, name: str, receiver, at, depth: int) -> TensorFacts | None:
         if name == "pin_memory":
