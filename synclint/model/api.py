@@ -131,6 +131,16 @@ ALIASING_WRAPPERS = frozenset(
     {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
 )
 
+#: Functions that wrap a module or a function into another callable (``self.model =
+#: torch.compile(self.model)``) without running it: no device work, and what they return is no
+#: tensor (``TRACING_CALLS`` run it).
+CALLABLE_WRAPPERS = frozenset(
+    {"torch.compile", "torch.jit.script", "torch.jit.freeze", "torch.jit.optimize_for_inference"}
+)
+#: Functions that run a module on example inputs to build another callable from it: its kernels
+#: (and any synchronization in its forward) run there, and what they return is no tensor.
+TRACING_CALLS = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.export.export"})
+
 #: torch classes whose instances are no tensors, whatever device they name: building one is no
 #: device work (`torch.Generator(device="cuda")` handed to a pipeline is not a CUDA tensor).
 NON_TENSOR_OBJECTS = frozenset(

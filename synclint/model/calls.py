@@ -322,6 +322,14 @@ class CallSemantics:
         if name == "torch.device":
             self.args(node)
             return HOST
+        if name in api.CALLABLE_WRAPPERS:
+            self.args(node)
+            return None
+        if name in api.TRACING_CALLS:
+            storages = [s for v in self.args(node) for s in storages_of(v)]
+            if storages:  # the model's forward on the examples: an opaque call (see `Op.opaque`)
+                self.tensor_op(node, reads=storages, evidence=False, mark_arguments=False, opaque=True)
+            return None
         if name in api.ALIASING_WRAPPERS or name.startswith(api.TENSOR_HOLDER_MODULES):
             storages = [s for v in self.args(node)[:1] for s in storages_of(v)]
             return storages[0] if storages else None
@@ -706,11 +714,12 @@ class CallSemantics:
             return self._written_device(node.value)
         return None
 
-    def _written_device(self, name: str) -> Optional[str]:
+    def _written_device(self, name: str, depth: int = 0) -> Optional[str]:
         """"cpu" or "cuda" where every value the scope gives ``name`` names that kind of device
         (``device = "cuda:0"`` or ``device = torch.device("cpu")`` in the function, or at the
         module's top level when the function neither binds the name nor takes it as a
-        parameter); else None."""
+        parameter; ``device = torch.device(where)`` or ``device = where`` with ``where`` such a
+        name, two names deep); else None."""
         if name in self.i.params or self.i.inline_stack:
             return None
         held = self.state.env.get(name, _NOT_BOUND)
@@ -721,11 +730,22 @@ class CallSemantics:
         values = self.i.written_values(name)
         if values is None:
             return None
-        kinds = {
-            _device_kind(text) if text is not None else None
-            for text in (self.device_text(v) if isinstance(v, cst.BaseExpression) else None for v in values)
-        }
+        kinds = {self._device_written(value, depth) for value in values}
         return kinds.pop() if len(kinds) == 1 else None
+
+    def _device_written(self, value, depth: int) -> Optional[str]:
+        """The kind of device one value bound to a name writes out (see :meth:`_written_device`)."""
+        if not isinstance(value, cst.BaseExpression):
+            return None
+        text = self.device_text(value)
+        if text is not None:
+            return _device_kind(text)
+        if type(value) is cst.Call and self.callee_name(value.func) == "torch.device":
+            args = _positional(value)
+            value = args[0] if args else None
+        if type(value) is cst.Name and depth < 2:
+            return self._written_device(value.value, depth + 1)
+        return None
 
     def torch_function(self, node: cst.Call, name: str, hint: Optional[str]):
         values = self.args(node)

@@ -19,7 +19,7 @@ import libcst as cst
 from synclint.model.call_args import is_flag_parameter
 from synclint.model.resolver import dotted
 from synclint.model.state import join
-from synclint.model.values import STORAGE_HOLDERS, Alternatives, storages_of
+from synclint.model.values import HOST, STORAGE_HOLDERS, Alternatives, storages_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from synclint.model.interpreter import Interpreter
@@ -107,6 +107,15 @@ class _HeldBy:
         return self._ids
 
 
+#: Annotations of parameters that hold a number or a string: never a tensor.
+_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "complex"})
+
+
+def _scalar_annotation(param: cst.Param) -> bool:
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    return type(annotation) is cst.Name and annotation.value in _SCALAR_ANNOTATIONS
+
+
 def call_values(interp: "Interpreter", args: Sequence[cst.Arg]) -> tuple[list, dict]:
     """The values of a call's positional and keyword arguments, evaluated in order."""
     exprs = interp.exprs
@@ -155,6 +164,8 @@ def inline_call(
             value = exprs.ev(param.default)
         else:
             value = None
+        if value is not None and _scalar_annotation(param):
+            value = HOST  # `begin_epoch: int`: a number, whatever the caller's value was taken for
         env[name] = value
     for star in (method.params.star_arg, method.params.star_kwarg):
         if type(star) is cst.Param:
