@@ -564,6 +564,8 @@ class ControlFlow:
         # `if self.stream: <on the stream> else: <without>`, the stream made only with a device:
         # the other arms run where there is none (as after `if torch.cuda.is_available():`).
         without_device = arms[0][0] is not None and self._made_only_with_a_device(arms[0][0])
+        switch, polarity = self._switch(arms[0][0])
+        outer_switches = self.switches
         for index, (test, body) in enumerate(arms):
             # Each test is evaluated where the tests before it failed; its arm starts there.
             if test is not None:
@@ -573,7 +575,11 @@ class ControlFlow:
             if without_device and index:
                 self._nothing_on_the_device()
             if body is not None:
-                self.suite(body)
+                self.switches = outer_switches + ((switch, polarity == (index == 0)),)
+                try:
+                    self.suite(body)
+                finally:
+                    self.switches = outer_switches
             if without_device and index:
                 self._nothing_on_the_device()
             ends.append(self.state)
@@ -602,6 +608,13 @@ class ControlFlow:
                 ):
                     result.events[key] = event
         self.state = result
+
+    def _switch(self, test: cst.BaseExpression) -> tuple:
+        """A switch's code without ``not``, and whether its first arm runs where it is true."""
+        polarity = True
+        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, polarity = test.expression, not polarity
+        return self.model_code(test), polarity
 
     def _conditional_handle_waited(self, stmt: cst.If) -> Optional[str]:
         """``if self.training and dist.is_initialized(): handle.wait()``, no ``else``, where the

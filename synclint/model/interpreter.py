@@ -245,6 +245,10 @@ class Interpreter(ControlFlow):
         #: statement, (counter, first value), its ``for_loops`` entry, what was learnt of its body].
         self.counted_loops: list[tuple] = []
         self.inline_stack: list[str] = []
+        #: The statement of this function being walked (not of a helper walked at a call site).
+        self.outer_statement: Optional[cst.CSTNode] = None
+        #: The arms of configuration switches being walked (see ``Op.switches``).
+        self.switches: tuple = ()
         self.inline_returns: list[list] = []
         self.inline_keep: list[Callable[[], set[int]]] = []  # see inlining._HeldBy
         #: Methods of the enclosing class known to return a tensor made on an attribute stream.
@@ -290,6 +294,8 @@ class Interpreter(ControlFlow):
             block_stream=self.block_streams[-1] if self.block_streams else None,
             in_graph_capture=self.graph_depth > 0,
             inlined=bool(self.inline_stack),
+            call_site=self.outer_statement if self.inline_stack else None,
+            switches=self.switches,
             **fields,
         )
         if op.on_device:
@@ -373,6 +379,8 @@ class Interpreter(ControlFlow):
                 continue  # the caller filled host memory on the host: no stream is involved
             if not prev.stream.distinct_from(op.stream):
                 continue
+            if prev.op.switches and op.switches and _opposite_arms(prev.op.switches, op.switches):
+                continue  # `if use_side_stream:` ... `else:` in two passes of a loop: one call takes one
             if prev.stream.origin == "collective" and op.stream.origin == "collective":
                 continue  # ordered by the framework's own Work handling, which we cannot follow
             if ordered(prev.op, op.vc, op.stream):
@@ -632,8 +640,16 @@ class Interpreter(ControlFlow):
         handler = handlers.get(stmt.__class__, _UNSEEN)
         if handler is _UNSEEN:  # a dictionary look-up, not a method name built per statement
             handler = handlers[stmt.__class__] = getattr(self.__class__, f"st_{stmt.__class__.__name__}", None)
-        if handler is not None:
+        if handler is None:
+            return
+        if self.inline_stack:
             handler(self, stmt)
+            return
+        outer, self.outer_statement = self.outer_statement, stmt
+        try:
+            handler(self, stmt)
+        finally:
+            self.outer_statement = outer
 
     def st_SimpleStatementLine(self, stmt: cst.SimpleStatementLine) -> None:
         for small in stmt.body:
@@ -912,6 +928,13 @@ class Interpreter(ControlFlow):
                     # `host[:] = gpu_tensor`: a copy between the host and the device, done the
                     # blocking way (as `host.copy_(gpu_tensor)`).
                     self.exprs.emit_copy(stmt, sources[0], written[0], False, direction)
+                elif all(w.root.device is None for w in written) and any(s.on_host for s in sources):
+                    # `parts[0] = host` into a value of unknown device (`parts = quantize(x)`):
+                    # a slot of a list, an upload ordered on the current stream, or a CPU copy;
+                    # only the last reads `host` on the host, and nothing says it is that one.
+                    self.exprs.tensor_op(
+                        stmt, reads=[s for s in sources if not s.on_host], writes=written, inplace=True
+                    )
                 else:
                     self.exprs.tensor_op(stmt, reads=sources, writes=written, inplace=True)
             else:
@@ -1121,6 +1144,12 @@ def _item_hint(target: cst.BaseExpression, code) -> Optional[str]:
     text = code(target)
     return text if len(text) <= 40 and "\n" not in text else None
 
+
+
+def _opposite_arms(first: tuple, second: tuple) -> bool:
+    """Were two ops made under opposite arms of one configuration switch (``Op.switches``)?"""
+    taken = dict(first)
+    return any(switch in taken and taken[switch] != arm for switch, arm in second)
 
 
 def _store_direction(sources: list, destinations: list) -> Optional[str]:

@@ -89,6 +89,13 @@ class Op:
     note: str = ""
     #: Made while walking a ``self.m()`` helper at its call site (its node is in the helper).
     inlined: bool = False
+    #: For an inlined op: the statement of the function being modelled that made the outermost
+    #: call (where the op happens in that function's control flow: its loops and branches).
+    call_site: Optional[cst.CSTNode] = None
+    #: The configuration switches (``if use_side_stream:``, ``if self.overlap:``) whose arms the
+    #: op was made in: ``(switch, taken)`` pairs, the switch as its code without ``not``.
+    #: Ops made under opposite arms of one switch never run in the same call.
+    switches: tuple = ()
     #: A call the model cannot see into, handed tensors: a method of an object that is not a
     #: tensor (``engine.generate(ids)``, ``runner.capture(x)``) or a constructor
     #: (``BroadcastOperation(bucket=buf)``). It may launch work, and it may as well synchronize

@@ -228,15 +228,18 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
     first, second = source_order(start.node), source_order(end.node)
     starts_later_in_body = first is not None and second is not None and first > second
     host_paced = _copies_from_the_host_each_pass(function)
+    # Work and synchronizations in a helper walked at its call site are placed at that call
+    # (`self.acc.append(self.accuracy(out, y))` in the timed loop).
+    work_node = work.call_site or work.node
     anchors = [
         s for s in function.ops_of(OpKind.HOST_SYNC)
         if (s.sync_kind in _LOOP_ANCHORS or (s.sync_kind == "blocking-copy" and id(s.node) in host_paced))
         and waits_for(s, work)
-        and dominates(s.node, work.node, parents)
+        and dominates(*_placed(s, work), parents)
     ]
-    around_syncs = [{id(a) for a in ancestors(ctx, s.node)} for s in anchors]
+    around_syncs = [{id(a) for a in ancestors(ctx, s.call_site or s.node)} for s in anchors]
     summed = accumulated(end.node, parents)
-    for loop in ancestors(ctx, work.node):
+    for loop in ancestors(ctx, work_node):
         if isinstance(loop, (cst.FunctionDef, cst.Lambda)):
             return False
         if not isinstance(loop, (cst.For, cst.While)):
@@ -247,7 +250,7 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
             if ends_inside and id(loop) in around_start and not starts_later_in_body and summed:
                 # Only a synchronization after the start reading is inside an interval, and only
                 # where none before it waits first for what the previous iteration left running.
-                inside = [(source_order(s.node) or -1) > (first or 0) for s in anchors]
+                inside = [(source_order(s.call_site or s.node) or -1) > (first or 0) for s in anchors]
                 if first is None or not all(
                     inside[k] for k, around in enumerate(around_syncs) if id(loop.body) in around
                 ):
@@ -258,6 +261,15 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
         if any(id(loop.body) in around for around in syncs):
             return True
     return False
+
+
+def _placed(first, second) -> tuple:
+    """The nodes that place two ops in the modelled function's control flow: each op's own,
+    where both come from one walk of a helper at the same call (compared inside the helper),
+    else each one's call site, where it was made in a helper walked there."""
+    if first.call_site is not None and first.call_site is second.call_site:
+        return first.node, second.node
+    return first.call_site or first.node, second.call_site or second.node
 
 
 def _copies_from_the_host_each_pass(function) -> set[int]:
