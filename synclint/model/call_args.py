@@ -42,11 +42,13 @@ _TENSOR_ONLY_METHODS = {
 
 #: A name that says it synchronizes: snake_case words (``cuda_sync``, ``synchronize_all``,
 #: yolov5's ``time_synchronized``) or a camelCase word (cuda-python's ``cudaStreamSynchronize``,
-#: ``cudaDeviceSynchronize``); not ``async`` or ``Async``. Or one that waits for a device to go
-#: idle (slangpy's ``device.wait_for_idle()``, Vulkan's ``vkDeviceWaitIdle``).
+#: ``cudaDeviceSynchronize``, or a first word: a C library's ``synchronizeStream`` through
+#: ctypes); not ``async`` or ``Async``. Or one that waits for a device to go idle (slangpy's
+#: ``device.wait_for_idle()``, Vulkan's ``vkDeviceWaitIdle``).
 _SYNC_NAME = re.compile(
     r"(?i:(^|_)(sync|synced|synchroni[sz]ed?)(_|$))"
     r"|(?<=[a-z0-9])(Sync|Synced|Synchroni[sz]ed?)(?=[A-Z_]|$)"
+    r"|^(sync|synchroni[sz]e)(?=[A-Z])"
     r"|(?i:(^|_)wait_(for_|until_)?idle$)|(?<=[a-z0-9])WaitIdle$"
 )
 _STREAM_ONLY_METHODS = {"wait_stream", "wait_event", "record_event"}

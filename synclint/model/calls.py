@@ -28,6 +28,7 @@ from synclint.model.resolver import canonical, dotted
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
 from synclint.model.values import (
+    CLOCK,
     GRAPH,
     HOST,
     Alternatives,
@@ -237,7 +238,7 @@ class CallSemantics:
             return HOST
         if name in api.HOST_CLOCKS:
             i.emit(OpKind.HOST_CLOCK, node, clock=name, qualname=name)
-            return HOST
+            return CLOCK
         if name in api.SERIALIZERS:
             # `torch.save(state, path)` copies every CUDA tensor it is given to the host through
             # the current stream (a blocking copy) before it writes: the host waits for that stream.
@@ -384,7 +385,16 @@ class CallSemantics:
             return self.barrier(node)
         if name not in api.OTHER_HOST_BARRIERS and not _SYNC_NAME.search(name.rsplit(".", 1)[-1]):
             return False
-        self.args(node)
+        values = self.args(node)
+        streams = [v for v in values if isinstance(v, StreamValue)]
+        if streams:
+            # `lib.synchronizeStream(self.normal_stream)` (`cudaStreamSynchronize` through ctypes):
+            # the host waits for the streams it is handed, not for every stream.
+            for stream in streams:
+                self.sync_stream(node, stream, "stream")
+            return True
+        if values and "stream" in name.rsplit(".", 1)[-1].lower():
+            return True  # handed a stream the model does not know (a raw handle): no known wait
         self.sync_device(node, "helper", name)
         return True
 
@@ -581,7 +591,12 @@ class CallSemantics:
             return None
         storages = [s for v in values for s in storages_of(v)]
         getter = receiver is None and method.startswith("get_") and type(func.value) is cst.Attribute
-        if getter and not any(s.tensor for s in storages):
+        # Handed values inside a stream block (`self.encoder.get_voxel_info(voxels)` there), a
+        # getter computes as often as it looks up: its result is made where it is called, unless
+        # the same getter was called before with the same arguments (the object keeps it).
+        if getter and not any(s.tensor for s in storages) and not (
+            storages and self.i.block_streams and self.i.model_code(node) not in self.i.got_from_stores
+        ):
             # Handed only what is not known to be a tensor (`rank=rank`, `group_id=0`): a lookup.
             return self._got_from_a_store(node, hint)
         if storages:

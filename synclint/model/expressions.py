@@ -26,6 +26,7 @@ from synclint.model.known_methods import KnownValueMethods
 from synclint.model.resolver import canonical, dotted, target_names
 from synclint.model.timeline import Op, OpKind
 from synclint.model.values import (
+    CLOCK,
     HOST,
     HOST_NAME,
     Alternatives,
@@ -844,6 +845,8 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return HOST
         if isinstance(left, TupleValue) or isinstance(right, TupleValue) or _sequence_expr(node):
             return None  # list/tuple arithmetic (`xs + [pad] * n`) is Python, not a kernel
+        if left is CLOCK or right is CLOCK:
+            return CLOCK  # `(now - batch["start_time"]) * 1000`: seconds, on the host
         storages = storages_of(left) + storages_of(right)
         if storages:
             evidence = self.arithmetic_evidence(storages, node.operator, node.right)
@@ -855,8 +858,10 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
 
     def ex_Comparison(self, node: cst.Comparison, hint=None):
         values = [self.ev(node.left)] + [self.ev(c.comparator) for c in node.comparisons]
-        if any(type(c.operator) in _MEMBERSHIP_OR_IDENTITY for c in node.comparisons):
-            return HOST
+        if any(type(c.operator) in _MEMBERSHIP_OR_IDENTITY for c in node.comparisons) or any(
+            v is CLOCK for v in values
+        ):
+            return HOST  # (`elapsed_ms < budget_ms`: a clock's seconds compared on the host)
         storages = [s for v in values for s in storages_of(v)]
         if storages:
             evidence = any(s.tensor for s in storages)

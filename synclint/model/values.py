@@ -198,6 +198,20 @@ class HostValue:
 HOST = HostValue()
 
 
+class ClockReading(HostValue):
+    """A reading of a host clock (``time.time()``), or arithmetic on one: a number of seconds.
+    Whatever it is combined with (``now - batch["start_time"]``, a timestamp of unknown kind) is
+    host arithmetic, not a kernel."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<clock>"
+
+
+CLOCK = ClockReading()
+
+
 class GraphValue(HostValue):
     """A graph object whose ``with g:`` captures (``torch.accelerator.Graph()``): no tensor,
     stream or event itself."""
