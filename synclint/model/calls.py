@@ -586,6 +586,12 @@ class CallSemantics:
             any(holds_work(v) for v in values) or self.local_list(func.value)
         ):
             self.i.keep_in_container(func.value, values[-1])
+            appended = storages_of(values[-1])
+            if method == "append" and appended and all(s.root.on_host for s in appended) and self.local_list(func.value):
+                # `losses.append(loss.to("cpu", non_blocking=True))`: the list holds host memory
+                # now, for `losses[0]`, `sum(losses)` and `torch.stack(losses)` to read on the host.
+                held = self.state.env[func.value.value]
+                self.state.env[func.value.value] = TupleValue((*held.items, values[-1]))
         if method in api.STORING_METHODS or a_setter(node, method):
             self.kept(values)
             return None
