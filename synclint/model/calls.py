@@ -329,7 +329,9 @@ class CallSemantics:
         if name in api.TRACING_CALLS:
             storages = [s for v in self.args(node) for s in storages_of(v)]
             if storages:  # the model's forward on the examples: an opaque call (see `Op.opaque`)
-                self.tensor_op(node, reads=storages, evidence=False, mark_arguments=False, opaque=True)
+                self.tensor_op(
+                    node, reads=storages, evidence=False, mark_arguments=False, opaque=True
+                )
             return None
         if name in api.ALIASING_WRAPPERS or name.startswith(api.TENSOR_HOLDER_MODULES):
             storages = [s for v in self.args(node)[:1] for s in storages_of(v)]
@@ -587,7 +589,12 @@ class CallSemantics:
         ):
             self.i.keep_in_container(func.value, values[-1])
             appended = storages_of(values[-1])
-            if method == "append" and appended and all(s.root.on_host for s in appended) and self.local_list(func.value):
+            if (
+                method == "append"
+                and appended
+                and all(s.root.on_host for s in appended)
+                and self.local_list(func.value)
+            ):
                 # `losses.append(loss.to("cpu", non_blocking=True))`: the list holds host memory
                 # now, for `losses[0]`, `sum(losses)` and `torch.stack(losses)` to read on the host.
                 held = self.state.env[func.value.value]
@@ -600,9 +607,12 @@ class CallSemantics:
         # Handed values inside a stream block (`self.encoder.get_voxel_info(voxels)` there), a
         # getter computes as often as it looks up: its result is made where it is called, unless
         # the same getter was called before with the same arguments (the object keeps it).
-        if getter and not any(s.tensor for s in storages) and not (
-            storages and self.i.block_streams and self.i.model_code(node) not in self.i.got_from_stores
-        ):
+        computed_here = (
+            storages
+            and self.i.block_streams
+            and self.i.model_code(node) not in self.i.got_from_stores
+        )
+        if getter and not any(s.tensor for s in storages) and not computed_here:
             # Handed only what is not known to be a tensor (`rank=rank`, `group_id=0`): a lookup.
             return self._got_from_a_store(node, hint)
         if storages:

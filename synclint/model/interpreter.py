@@ -380,7 +380,7 @@ class Interpreter(ControlFlow):
             if not prev.stream.distinct_from(op.stream):
                 continue
             if prev.op.switches and op.switches and _opposite_arms(prev.op.switches, op.switches):
-                continue  # `if use_side_stream:` ... `else:` in two passes of a loop: one call takes one
+                continue  # `if use_side_stream:` ... `else:` in two passes of a loop: one per call
             if prev.stream.origin == "collective" and op.stream.origin == "collective":
                 continue  # ordered by the framework's own Work handling, which we cannot follow
             if ordered(prev.op, op.vc, op.stream):
@@ -928,12 +928,15 @@ class Interpreter(ControlFlow):
                     # `host[:] = gpu_tensor`: a copy between the host and the device, done the
                     # blocking way (as `host.copy_(gpu_tensor)`).
                     self.exprs.emit_copy(stmt, sources[0], written[0], False, direction)
-                elif all(w.root.device is None for w in written) and any(s.on_host for s in sources):
+                elif all(w.root.device is None for w in written) and any(
+                    s.on_host for s in sources
+                ):
                     # `parts[0] = host` into a value of unknown device (`parts = quantize(x)`):
                     # a slot of a list, an upload ordered on the current stream, or a CPU copy;
                     # only the last reads `host` on the host, and nothing says it is that one.
                     self.exprs.tensor_op(
-                        stmt, reads=[s for s in sources if not s.on_host], writes=written, inplace=True
+                        stmt, reads=[s for s in sources if not s.on_host], writes=written,
+                        inplace=True,
                     )
                 else:
                     self.exprs.tensor_op(stmt, reads=sources, writes=written, inplace=True)

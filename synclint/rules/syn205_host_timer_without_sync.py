@@ -250,7 +250,9 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
             if ends_inside and id(loop) in around_start and not starts_later_in_body and summed:
                 # Only a synchronization after the start reading is inside an interval, and only
                 # where none before it waits first for what the previous iteration left running.
-                inside = [(source_order(s.call_site or s.node) or -1) > (first or 0) for s in anchors]
+                inside = [
+                    (source_order(s.call_site or s.node) or -1) > (first or 0) for s in anchors
+                ]
                 if first is None or not all(
                     inside[k] for k, around in enumerate(around_syncs) if id(loop.body) in around
                 ):
