@@ -583,6 +583,11 @@ class CallSemantics:
             self.i.access(op, storage, "write")
             return storage
         values = self.args(node)
+        for arg in node.args:
+            if arg.star and type(arg.value) is cst.Name:
+                # `model.generate(**gen_kwargs)` after `gen_kwargs["encoder_outputs"] = enc`: the
+                # tensors stored in the local container are handed to the method too.
+                values.extend(self.i.stored_values(arg.value.value))
         self.handed_to_unknown(node, values, method)
         if method in ("append", "insert") and values and (
             any(holds_work(v) for v in values) or self.local_list(func.value)

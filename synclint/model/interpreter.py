@@ -523,6 +523,15 @@ class Interpreter(ControlFlow):
         names = [n for n in root.names if any(s.root is root for s in storages_of(self.state.env.get(n)))]
         return tuple(sorted(names, key=lambda n: ("." in n, n)))
 
+    def stored_values(self, name: str) -> list:
+        """What this function stored in the items of the local container ``name`` (``d[k] = t``),
+        as they are now."""
+        keys = self._stored_items.get(name)
+        if not keys:
+            return []
+        env = self.state.env
+        return [env[key] for key in sorted(keys) if env.get(key) is not None]
+
     def bind(self, name: str, value) -> None:
         """Bind a name in the environment, remembering it on the storages it refers to. A
         container rebound (a loop's next ``batch``) forgets the items stored in the old one."""
