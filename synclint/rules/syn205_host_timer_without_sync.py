@@ -182,6 +182,60 @@ class HostTimerWithoutSync(Rule):
                     continue
                 reported.add(id(end.node))
                 yield self._report(ctx, start, end, work[0])
+            if any(
+                c.inlined and type(c.call_site) is cst.With
+                for c in function.ops_of(OpKind.HOST_CLOCK)
+            ):
+                parents = parents if parents is not None else parent_map(ctx)
+                yield from self._timed_with_blocks(ctx, function, parents, reported)
+
+    def _timed_with_blocks(
+        self, ctx: RuleContext, function, parents, reported: set
+    ) -> Iterable[Diagnostic]:
+        """``with timer(): y = x.to("cuda", non_blocking=True)`` where ``timer`` is a context
+        manager of the file that reads a clock before its ``yield`` and subtracts that reading from
+        one after it: the block is the interval, and the readings are the helper's, walked at the
+        ``with`` (both made there: ``Op.call_site``). Reported at the ``with``'s context manager,
+        without a fix: the synchronization belongs in the block or in the helper's exit."""
+        readings: dict[int, list] = {}
+        for clock in function.ops_of(OpKind.HOST_CLOCK):
+            if clock.inlined and type(clock.call_site) is cst.With:
+                readings.setdefault(id(clock.call_site), []).append(clock)
+        for clocks in readings.values():
+            with_stmt = clocks[0].call_site
+            if len(clocks) < 2 or id(with_stmt) in reported:
+                continue
+            end = clocks[-1]
+            helper = next(
+                (a for a in ancestors(ctx, end.node) if isinstance(a, cst.FunctionDef)), None
+            )
+            if helper is None or measures_submission(end.node, parents):
+                continue
+            starts, _ = interval_starts(end, clocks[:-1], parents, Subtractions.of(helper))
+            if not starts:
+                continue
+            start = starts[-1]
+            block = _inside(with_stmt.body, parents)
+            work = [
+                w for w in unseen_cuda_work(function, start.index, end, parents)
+                if not w.inlined and block(w.node)
+            ]
+            if not work or _inside_timed_events(function, start, end):
+                continue
+            if all(_timed_by_events(function, w) for w in work):
+                continue
+            reported.add(id(with_stmt))
+            clock = end.clock or "the clock"
+            manager = with_stmt.items[0].item
+            yield ctx.diagnostic(
+                self,
+                manager,
+                f"`{clock}()` is read when this `with` block ends, while CUDA work started in it "
+                f"(line {ctx.line(work[0].site.node)}) may still be running: the delta measures "
+                "the launch, not the work; synchronize before the block ends",
+                related=[(work[0].site.node, "CUDA work not yet synchronized")],
+                data={"clock": clock, "work": ctx.line(work[0].site.node)},
+            )
 
     def _report(self, ctx: RuleContext, start, end, work) -> Diagnostic:
         clock = end.clock or "the clock"
@@ -263,6 +317,19 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
         if any(id(loop.body) in around for around in syncs):
             return True
     return False
+
+
+def _inside(body: cst.CSTNode, parents):
+    """A test: is a node inside ``body`` (climbing the parent map)?"""
+
+    def test(node) -> bool:
+        while node is not None:
+            if node is body:
+                return True
+            node = parents.get(node)
+        return False
+
+    return test
 
 
 def _placed(first, second) -> tuple:
