@@ -41,6 +41,7 @@ from synclint.model.values import (
     StreamValue,
     TupleValue,
     WorkValue,
+    holds_work,
     storages_of,
 )
 
@@ -953,7 +954,11 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             if storages_of(made) and all(s.on_host for s in storages_of(made)):
                 self.state.env[hint + "[]"] = made
             return None
-        self._walk_comprehension(node, (element,))
+        (made,) = self._walk_comprehension(node, (element,))
+        if hint is not None and holds_work(made):
+            # `works = [dist.all_reduce(g, async_op=True) for g in grads]`: its elements are
+            # those handles, for `for w in works: w.wait()` to wait on.
+            self.state.env[hint + "[]"] = made
         return None
 
     def _allocation(self, node: cst.BaseExpression) -> bool:
@@ -973,7 +978,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         self._walk_comprehension(node, (node.key, node.value))
         return None
 
-    def _walk_comprehension(self, node, parts: tuple) -> None:
+    def _walk_comprehension(self, node, parts: tuple) -> list:
         """Walk a comprehension's element once, as one pass of a ``for`` loop: each ``for`` binds
         its names to an element of what it iterates, then its conditions and the element are
         evaluated (``{k: v.cpu().item() for k, v in losses.items()}`` reads every loss on the
@@ -1000,14 +1005,14 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             self.i.param_elements |= callers
             for condition in comp.ifs:
                 self.ev(condition.test)
-        for part in parts:
-            self.ev(part)
+        values = [self.ev(part) for part in parts]
         self.i.param_elements -= callers
         for name, value in saved.items():
             if value is _UNBOUND:
                 env.pop(name, None)
             else:
                 env[name] = value
+        return values
 
     @staticmethod
     def _comprehensions(node):
