@@ -226,7 +226,10 @@ class HostTimerWithoutSync(Rule):
                 continue
             reported.add(id(with_stmt))
             clock = end.clock or "the clock"
-            manager = with_stmt.items[0].item
+            manager = next(
+                (i.item for i in with_stmt.items if _called_name(i.item) == helper.name.value),
+                with_stmt.items[0].item,
+            )
             yield ctx.diagnostic(
                 self,
                 manager,
@@ -317,6 +320,16 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
         if any(id(loop.body) in around for around in syncs):
             return True
     return False
+
+
+def _called_name(node: cst.BaseExpression):
+    """The name a call calls (``timer`` in ``timer()`` or ``self.timer("x")``), else None."""
+    if type(node) is not cst.Call:
+        return None
+    func = node.func
+    if type(func) is cst.Attribute:
+        return func.attr.value
+    return func.value if type(func) is cst.Name else None
 
 
 def _inside(body: cst.CSTNode, parents):
