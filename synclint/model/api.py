@@ -131,6 +131,10 @@ ALIASING_WRAPPERS = frozenset(
     {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
 )
 
+#: Python's scalar types: no tensor (nor array) is an instance of one (``isinstance(loss,
+#: float)``), and a parameter annotated with one holds a number or a string.
+PYTHON_SCALARS = frozenset({"int", "float", "bool", "str", "bytes", "complex"})
+
 #: Functions that wrap a module or a function into another callable (``self.model =
 #: torch.compile(self.model)``) without running it: no device work, and what they return is no
 #: tensor (``TRACING_CALLS`` run it).

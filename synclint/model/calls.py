@@ -589,21 +589,15 @@ class CallSemantics:
                 # tensors stored in the local container are handed to the method too.
                 values.extend(self.i.stored_values(arg.value.value))
         self.handed_to_unknown(node, values, method)
-        if method in ("append", "insert") and values and (
-            any(holds_work(v) for v in values) or self.local_list(func.value)
-        ):
+        local_list = method in ("append", "insert") and values and self.local_list(func.value)
+        if local_list or (method in ("append", "insert") and any(holds_work(v) for v in values)):
             self.i.keep_in_container(func.value, values[-1])
-            appended = storages_of(values[-1])
-            if (
-                method == "append"
-                and appended
-                and all(s.root.on_host for s in appended)
-                and self.local_list(func.value)
-            ):
-                # `losses.append(loss.to("cpu", non_blocking=True))`: the list holds host memory
-                # now, for `losses[0]`, `sum(losses)` and `torch.stack(losses)` to read on the host.
-                held = self.state.env[func.value.value]
-                self.state.env[func.value.value] = TupleValue((*held.items, values[-1]))
+        appended = storages_of(values[-1]) if local_list and method == "append" else ()
+        if appended and all(s.root.on_host for s in appended):
+            # `losses.append(loss.to("cpu", non_blocking=True))`: the list holds host memory now,
+            # for `losses[0]`, `sum(losses)` and `torch.stack(losses)` to read on the host.
+            held = self.state.env[func.value.value]
+            self.state.env[func.value.value] = TupleValue((*held.items, values[-1]))
         if method in api.STORING_METHODS or a_setter(node, method):
             self.kept(values)
             return None

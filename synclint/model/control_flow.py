@@ -39,8 +39,12 @@ from synclint.model.values import (
 )
 
 
-#: ``isinstance(x, float)``: types no tensor (nor array) is an instance of.
-_HOST_SCALAR_TYPES = frozenset({"float", "int", "bool", "str", "bytes"})
+def _without_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """``test`` stripped of its ``not``s, and whether there was an odd number of them."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, negated = test.expression, not negated
+    return test, negated
 
 
 def _optional_tested(stmt: cst.If) -> Optional[str]:
@@ -262,9 +266,7 @@ class ControlFlow:
         """The value of an ``if`` test that is a local name every binding of which in the scope is
         the same ``True`` or ``False`` (``side_stream = False`` ... ``if side_stream:``, a switch
         edited by hand), or ``not`` such a name; None otherwise."""
-        negated = False
-        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test, negated = test.expression, not negated
+        test, negated = _without_not(test)
         if type(test) is not cst.Name or test.value not in self.bool_switches:
             return None
         values = self.local_bindings(test.value)
@@ -282,16 +284,14 @@ class ControlFlow:
         anything, and a value used only in arithmetic and indexing may be a NumPy array. And
         ``isinstance(loss, float)`` (``int``, ``bool``, ``str``) where ``loss`` is a tensor the
         function made (or an array: neither is a number): false."""
-        negated = False
-        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test, negated = test.expression, not negated
+        test, negated = _without_not(test)
         if type(test) is not cst.Call or not test.args:
             return None
         name = self.exprs.callee_name(test.func)
         host_type = False
         if name == "isinstance" and len(test.args) == 2:
             kind = test.args[1].value
-            host_type = type(kind) is cst.Name and kind.value in _HOST_SCALAR_TYPES
+            host_type = type(kind) is cst.Name and kind.value in api.PYTHON_SCALARS
             if not host_type and self.exprs.callee_name(kind) != "torch.Tensor":
                 return None
         elif name != "torch.is_tensor" or len(test.args) != 1:
@@ -314,9 +314,7 @@ class ControlFlow:
         the warm-up iterations have nothing of an earlier one to wait for (flashpack refills
         pinned buffer ``i % K`` after synchronizing stream ``i % K``, from the ``K``-th chunk on).
         None when the test is anything else, or in the first pass."""
-        negated = False
-        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test, negated = test.expression, not negated
+        test, negated = _without_not(test)
         if type(test) is cst.Name:
             left, operator, right = test, cst.NotEqual, cst.Integer("0")
         elif type(test) is cst.Comparison and len(test.comparisons) == 1:
@@ -610,11 +608,10 @@ class ControlFlow:
         self.state = result
 
     def _switch(self, test: cst.BaseExpression) -> tuple:
-        """A switch's code without ``not``, and whether its first arm runs where it is true."""
-        polarity = True
-        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test, polarity = test.expression, not polarity
-        return self.model_code(test), polarity
+        """A switch's code without ``not`` (a name or attribute as written, without asking for the
+        node's code), and whether its first arm runs where it is true."""
+        test, negated = _without_not(test)
+        return dotted(test) or self.model_code(test), not negated
 
     def _conditional_handle_waited(self, stmt: cst.If) -> Optional[str]:
         """``if self.training and dist.is_initialized(): handle.wait()``, no ``else``, where the

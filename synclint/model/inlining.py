@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
+from synclint.model import api
 from synclint.model.call_args import is_flag_parameter
 from synclint.model.resolver import dotted
 from synclint.model.state import join
@@ -107,13 +108,9 @@ class _HeldBy:
         return self._ids
 
 
-#: Annotations of parameters that hold a number or a string: never a tensor.
-_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "complex"})
-
-
 def _scalar_annotation(param: cst.Param) -> bool:
     annotation = param.annotation.annotation if param.annotation is not None else None
-    return type(annotation) is cst.Name and annotation.value in _SCALAR_ANNOTATIONS
+    return type(annotation) is cst.Name and annotation.value in api.PYTHON_SCALARS
 
 
 def call_values(interp: "Interpreter", args: Sequence[cst.Arg]) -> tuple[list, dict]:

@@ -22,6 +22,7 @@ from typing import Callable, Container, Iterable, Optional
 
 import libcst as cst
 
+from synclint.model import api
 from synclint.model.bindings import Scope
 from synclint.model.call_args import (
     _direction,
@@ -123,8 +124,8 @@ def _annotation_name(param: cst.Param) -> Optional[str]:
 
 
 #: Parameter annotations (their last name) of values that are never tensors.
-_HOST_ANNOTATIONS = frozenset(
-    {"int", "float", "str", "bool", "dict", "list", "tuple", "Callable", "Module", "device", "dtype"}
+_HOST_ANNOTATIONS = api.PYTHON_SCALARS | frozenset(
+    {"dict", "list", "tuple", "Callable", "Module", "device", "dtype"}
 )
 #: Parameter names that number or count the parts of a model or a schedule (``layer_idx``,
 #: ``block_id``, ``stage_index``, ``layer_cnt``, ``num_layers``), or that give one size, length or

@@ -31,6 +31,7 @@ from synclint.model import OpKind
 from synclint.model.bindings import ElementOf, ReturnOf, Scope
 from synclint.model.file_facts import ancestors, parent_map
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
+from synclint.model.resolver import dotted
 from synclint.rules._common import functions, torch_name
 from synclint.rules._intervals import (
     accumulated,
@@ -182,16 +183,9 @@ class HostTimerWithoutSync(Rule):
                     continue
                 reported.add(id(end.node))
                 yield self._report(ctx, start, end, work[0])
-            if any(
-                c.inlined and type(c.call_site) is cst.With
-                for c in function.ops_of(OpKind.HOST_CLOCK)
-            ):
-                parents = parents if parents is not None else parent_map(ctx)
-                yield from self._timed_with_blocks(ctx, function, parents, reported)
+            yield from self._timed_with_blocks(ctx, function, reported)
 
-    def _timed_with_blocks(
-        self, ctx: RuleContext, function, parents, reported: set
-    ) -> Iterable[Diagnostic]:
+    def _timed_with_blocks(self, ctx: RuleContext, function, reported: set) -> Iterable[Diagnostic]:
         """``with timer(): y = x.to("cuda", non_blocking=True)`` where ``timer`` is a context
         manager of the file that reads a clock before its ``yield`` and subtracts that reading from
         one after it: the block is the interval, and the readings are the helper's, walked at the
@@ -201,6 +195,7 @@ class HostTimerWithoutSync(Rule):
         for clock in function.ops_of(OpKind.HOST_CLOCK):
             if clock.inlined and type(clock.call_site) is cst.With:
                 readings.setdefault(id(clock.call_site), []).append(clock)
+        parents = parent_map(ctx) if readings else None  # (cached per file)
         for clocks in readings.values():
             with_stmt = clocks[0].call_site
             if len(clocks) < 2 or id(with_stmt) in reported:
@@ -215,10 +210,9 @@ class HostTimerWithoutSync(Rule):
             if not starts:
                 continue
             start = starts[-1]
-            block = _inside(with_stmt.body, parents)
             work = [
                 w for w in unseen_cuda_work(function, start.index, end, parents)
-                if not w.inlined and block(w.node)
+                if not w.inlined and any(a is with_stmt.body for a in ancestors(ctx, w.node))
             ]
             if not work or _inside_timed_events(function, start, end):
                 continue
@@ -227,7 +221,11 @@ class HostTimerWithoutSync(Rule):
             reported.add(id(with_stmt))
             clock = end.clock or "the clock"
             manager = next(
-                (i.item for i in with_stmt.items if _called_name(i.item) == helper.name.value),
+                (
+                    i.item for i in with_stmt.items
+                    if type(i.item) is cst.Call
+                    and (dotted(i.item.func) or "").rsplit(".", 1)[-1] == helper.name.value
+                ),
                 with_stmt.items[0].item,
             )
             yield ctx.diagnostic(
@@ -320,29 +318,6 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
         if any(id(loop.body) in around for around in syncs):
             return True
     return False
-
-
-def _called_name(node: cst.BaseExpression):
-    """The name a call calls (``timer`` in ``timer()`` or ``self.timer("x")``), else None."""
-    if type(node) is not cst.Call:
-        return None
-    func = node.func
-    if type(func) is cst.Attribute:
-        return func.attr.value
-    return func.value if type(func) is cst.Name else None
-
-
-def _inside(body: cst.CSTNode, parents):
-    """A test: is a node inside ``body`` (climbing the parent map)?"""
-
-    def test(node) -> bool:
-        while node is not None:
-            if node is body:
-                return True
-            node = parents.get(node)
-        return False
-
-    return test
 
 
 def _placed(first, second) -> tuple:
