@@ -21,9 +21,10 @@ along the only ways the model lets one definition's analysis depend on another's
   their callers (does it synchronize? return the current stream?), and SYN2xx rules follow event
   factories into them. A caller of a relevant helper only sees that summary, on which no rule
   reports by itself, so callers are not kept for it; a class that relevant text names is relevant
-  too when a method of it says ``synchronize`` and is called on something other than ``self``:
-  the model learns which such methods synchronize, for calls on the class's instances
-  (``_Builder.summarise_methods``); other classes are never summarised or followed;
+  too when a method of it says ``synchronize`` or a blocking read (``cpu``, ``item``...) and is
+  called on something other than ``self``: the model learns which such methods make the host
+  wait, for calls on the class's instances (``_Builder.summarise_methods``); other classes are
+  never summarised or followed;
 * a definition with an ``import`` that relevant text uses is relevant: import resolution reads
   imports at any depth;
 * a definition that names a relevant ``@contextmanager`` function is relevant: the model walks
@@ -280,6 +281,13 @@ def irrelevant_definitions(
     return frozenset(u.index for u in definitions if not u.relevant)
 
 
+#: Names a method must use for the model to ask whether calling it makes the host wait:
+#: ``synchronize``, or a blocking read of a tensor (``.cpu()``, ``.item()``, ``.tolist()``,
+#: ``.numpy()``).
+WAIT_NAMES = frozenset({"synchronize", "cpu", "item", "tolist", "numpy"})
+_WAIT_WORD = re.compile(r"\b(?:synchronize|cpu|item|tolist|numpy)\b")
+
+
 def instantiated(name: str, has_bases: bool, text: str) -> bool:
     """Does ``name(`` occur in ``text`` other than in its own ``class name(...):`` line? (One of
     the conditions of ``_Builder.summarise_methods``, asked the same way here.)"""
@@ -293,12 +301,13 @@ def called_on_others(method: str, text: str) -> bool:
 
 
 def _synchronizes_for_others(unit: _Unit, text: str, lines: list[str]) -> bool:
-    """May the model take a method of this class for one that synchronizes the device when called
-    on an instance (``_Builder.summarise_methods``)? The file calls the class (``C(`` outside its
-    ``class`` line), and a method with no decorator and a parameter says ``synchronize`` and is
-    called as ``.name(`` more often than as ``self.name(``."""
+    """May the model take a method of this class for one that makes the host wait when called on
+    an instance (``_Builder.summarise_methods``)? The file calls the class (``C(`` outside its
+    ``class`` line), and a method with no decorator and a parameter names ``synchronize`` or a
+    blocking read (:data:`WAIT_NAMES`) and is called as ``.name(`` more often than as
+    ``self.name(``."""
     node = unit.node
-    if "synchronize" not in unit.text or not instantiated(
+    if not _WAIT_WORD.search(unit.text) or not instantiated(
         node.name, bool(node.bases or node.keywords), text
     ):
         return False
@@ -310,7 +319,7 @@ def _synchronizes_for_others(unit: _Unit, text: str, lines: list[str]) -> bool:
             and called_on_others(method.name, text)
         ):
             start, end = statement_extent(method)
-            if any("synchronize" in line for line in lines[start - 1 : end]):
+            if any(_WAIT_WORD.search(line) for line in lines[start - 1 : end]):
                 return True
     return False
 

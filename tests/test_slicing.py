@@ -147,6 +147,29 @@ def test_a_class_whose_method_synchronizes_is_kept_for_code_that_names_it():
     assert [(d.code, d.span.start.line) for d in found] == [("SYN203", 31)]
 
 
+def test_a_class_whose_method_reads_a_tensor_on_the_host_is_kept_for_code_that_names_it():
+    """A method of another object that reads a tensor on the host (``k.cpu()``) makes the host wait
+    for the caller's stream: the cache class is kept, so the side stream's read after
+    ``self.cache.update(k)`` is not reported with slicing on (nor off); when the method copies
+    without blocking, the race is reported both ways."""
+    text = (
+        "import torch\n"
+        "\nside = torch.cuda.Stream()\n"
+        "\nclass HostCache:\n    def update(self, k):\n        return k.{copy}\n"
+        "\nclass Layer:\n    def __init__(self):\n        self.cache = HostCache()\n"
+        "    def forward(self, x):\n        nxt = x + 1\n        self.cache.update(x)\n"
+        "        with torch.cuda.stream(side):\n            nxt.mul_(3)\n"
+        "        side.synchronize()\n"
+        "\nclass Plain:\n    def f(self):\n        return 1\n"
+    )
+    blocking = text.format(copy="cpu()")
+    kept = sliced(blocking)
+    assert kept is not None and "class HostCache" in kept and "class Plain" not in kept
+    assert assert_same(blocking, "cache.py") == []
+    found = assert_same(text.format(copy='to("cpu", non_blocking=True)'), "cache.py")
+    assert [(d.code, d.span.start.line) for d in found] == [("SYN101", 16)]
+
+
 def test_classes_are_kept_whole():
     text = (
         "class Prefetcher:\n"

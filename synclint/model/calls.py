@@ -24,7 +24,7 @@ from synclint.model.call_args import (
     runs_a_loop,
 )
 from synclint.model.inlining import MAX_DEPTH, can_inline, inline_call
-from synclint.model.resolver import canonical, dotted
+from synclint.model.resolver import canonical, dotted, is_self_attribute
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
 from synclint.model.values import (
@@ -506,11 +506,18 @@ class CallSemantics:
         annotation = self.i.param_annotations.get(root)
         return annotation is not None and "stream" not in annotation.lower()
 
-    def instance_class(self, name: str) -> Optional[str]:
-        """The class of this file ``name`` is an instance of, when every binding of ``name`` in the
-        scope interpreted now makes one (``timer = CommTimer()``, ``with CommTimer() as timer``)
-        and the class has methods that synchronize (see ``Interpreter.local_bindings``)."""
-        values = self.i.local_bindings(name)
+    def instance_class(self, receiver: cst.BaseExpression) -> Optional[str]:
+        """The class of this file ``receiver`` is an instance of, when the class has methods that
+        make the host wait (``_Builder.summarise_methods``): a name every binding of which in the
+        scope interpreted now makes one (``timer = CommTimer()``, ``with CommTimer() as timer``;
+        see ``Interpreter.local_bindings``), or ``self.<name>`` when every assignment to it in the
+        file makes one (``self.kv_cache = KVCache(...)``)."""
+        if is_self_attribute(receiver):
+            cls = self.i.attribute_class(receiver.attr.value)
+            return cls if cls in self.i.synchronizing_methods else None
+        if type(receiver) is not cst.Name:
+            return None
+        values = self.i.local_bindings(receiver.value)
         if values is None or not all(
             type(v) is cst.Call and type(v.func) is cst.Name for v in values
         ):
@@ -557,12 +564,19 @@ class CallSemantics:
             self.args(node)
             self.sync_device(node, "helper", method)
             return HOST
-        if receiver is None and type(func.value) is cst.Name and self.i.synchronizing_methods:
-            cls = self.instance_class(func.value.value)
-            if cls is not None and method in self.i.synchronizing_methods[cls]:
+        if receiver is None and self.i.synchronizing_methods:
+            cls = self.instance_class(func.value)
+            waits = self.i.synchronizing_methods[cls].get(method) if cls is not None else None
+            if waits == "device":
                 self.args(node)
                 self.sync_device(node, "helper", f"{cls}.{method}")
                 return HOST
+            if waits == "stream":
+                # `self.kv_cache.update(k, v)` whose body reads `k.cpu()`: the host has waited for
+                # the stream this call is made on.
+                self.args(node)
+                self.sync_stream(node, self.state.current, "blocking-read")
+                return None
         if method in ("record", "elapsed_time") and receiver is None:
             event = self.as_event(func.value, receiver)
             if event is not None:

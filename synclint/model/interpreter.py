@@ -218,10 +218,13 @@ class Interpreter(ControlFlow):
         self.event_makers: dict[str, cst.FunctionDef] = {}
         #: The call of an event maker being walked: the events it makes are keyed by that call.
         self.event_site: Optional[cst.CSTNode] = None
-        #: Class name -> its methods that synchronize the device, for calls on an instance made
-        #: in the same scope (``timer = CommTimer()`` ... ``timer.aggregate_ms()``): see
-        #: ``_Builder.summarise_methods`` and ``Calls.instance_class``.
-        self.synchronizing_methods: dict[str, frozenset[str]] = {}
+        #: Class name -> its methods that make the host wait (``"device"`` or ``"stream"``), for
+        #: calls on an instance (``timer = CommTimer()`` ... ``timer.aggregate_ms()``,
+        #: ``self.kv_cache.update(k, v)``): see ``_Builder.summarise_methods`` and
+        #: ``Calls.instance_class``.
+        self.synchronizing_methods: dict[str, dict[str, str]] = {}
+        #: Attribute name -> the class of this file it always holds an instance of (``_Builder``).
+        self.attribute_class: Callable[[str], Optional[str]] = lambda name: None
         #: Names the file assigns ``True`` or ``False`` (``x = False``), the only candidates of
         #: :meth:`constant_switch`: a container (``_Builder`` searches the text).
         self.bool_switches: Container[str] = frozenset()

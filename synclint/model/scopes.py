@@ -38,7 +38,7 @@ from synclint.model.values import (
     storages_of,
 )
 from synclint.settings import AnalysisSettings
-from synclint.slicing import called_on_others, instantiated
+from synclint.slicing import WAIT_NAMES, called_on_others, instantiated
 
 
 def build_module_model(
@@ -94,8 +94,9 @@ class _Builder:
             if type(s) is cst.FunctionDef and is_context_manager(s)
         }
         self.event_makers = event_makers(module, text)
-        #: Class name -> its methods that synchronize the device (:meth:`summarise_methods`).
-        self.synchronizing_methods: dict[str, frozenset[str]] = {}
+        #: Class name -> its methods that make the host wait (:meth:`summarise_methods`).
+        self.synchronizing_methods: dict[str, dict[str, str]] = {}
+        self._attribute_classes: Optional[dict[str, Optional[str]]] = None
 
     def interpreter(
         self, model: FunctionModel, counters: dict, attributes=None, summaries=None
@@ -110,6 +111,7 @@ class _Builder:
         interp.context_managers = self.context_managers
         interp.event_makers = self.event_makers
         interp.synchronizing_methods = self.synchronizing_methods
+        interp.attribute_class = self.attribute_class
         interp.bool_switches = self.bool_switches
         if model.name.rsplit(".", 1)[-1] in self.thread_targets:
             interp.from_callers_stream = False
@@ -161,32 +163,32 @@ class _Builder:
                 summary = FunctionSummary()
                 summary.synchronizes = any(_synchronizes(op) for op in model.ops)
                 summary.waits_for_current_stream = any(
-                    op.kind == OpKind.HOST_SYNC
-                    and op.sync_kind in ("blocking-read", "stream")
-                    and op.target is not None
-                    and op.target.key == interp.entry.key
-                    for op in model.ops
+                    _waits_for(op, interp.entry.key) for op in model.ops
                 )
                 summary.returns_current_stream = interp.returned_stream
                 summary.returns_device_tensor = _returns_a_device_tensor(function, interp)
                 self.summaries[function.name.value] = summary
 
-    def summarise_methods(self, classes: list[cst.ClassDef]) -> dict[str, frozenset[str]]:
-        """Which methods of the file's classes synchronize the device, for calls on an instance
-        (FluidMoE's ``with CommTimer() as timer: ...`` then ``timer.aggregate_ms()``, whose body
-        opens with ``torch.cuda.synchronize()``): the caller's events have completed after it.
+    def summarise_methods(self, classes: list[cst.ClassDef]) -> dict[str, dict[str, str]]:
+        """Which methods of the file's classes make the host wait, for calls on an instance: those
+        that synchronize the device (FluidMoE's ``with CommTimer() as timer: ...`` then
+        ``timer.aggregate_ms()``, whose body opens with ``torch.cuda.synchronize()``) map to
+        ``"device"``; those that read a tensor on the host (DoubleSparse's
+        ``self.kv_cache.update(k, v)``, whose body copies ``k.cpu()``) to ``"stream"``: the host
+        has waited for the stream the caller is on.
 
-        Only methods that name ``synchronize`` are run, of classes the file calls (``C(``), and
-        :mod:`synclint.slicing` keeps such a class when relevant code names it. A class whose
-        ``__enter__`` returns something other than ``self`` is left out (``with C() as t`` would
-        not bind an instance), and so are decorated methods and methods nothing but ``self``
-        calls (``.name(`` no more often than ``self.name(``). A node's code is not asked for: on
-        the screen's mirror that would end the screen for every file with a class. Methods are
-        summarised before the module's helpers, with none of their summaries: a method that
-        synchronizes only through a helper is not seen to."""
+        Only methods that name ``synchronize`` or a blocking read (:data:`slicing.WAIT_NAMES`) are
+        run, of classes the file calls (``C(``), and :mod:`synclint.slicing` keeps such a class
+        when relevant code names it. A class whose ``__enter__`` returns something other than
+        ``self`` is left out (``with C() as t`` would not bind an instance), and so are decorated
+        methods and methods nothing but ``self`` calls (``.name(`` no more often than
+        ``self.name(``). A node's code is not asked for: on the screen's mirror that would end the
+        screen for every file with a class. Methods are summarised before the module's helpers,
+        with none of their summaries: a method that synchronizes only through a helper is not
+        seen to."""
         text = self.source if self.source is not None else self.module.code
-        found: dict[str, frozenset[str]] = {}
-        if "synchronize" not in text:
+        found: dict[str, dict[str, str]] = {}
+        if not any(name in text for name in WAIT_NAMES):
             return found
         for cls in classes:
             if not instantiated(cls.name.value, bool(cls.bases or cls.keywords), text):
@@ -194,14 +196,14 @@ class _Builder:
             methods = [s for s in cls.body.body if type(s) is cst.FunctionDef]
             if not all(_returns_self(m) for m in methods if m.name.value == "__enter__"):
                 continue
-            synchronizing = set()
+            waiting: dict[str, str] = {}
             for method in methods:
                 name = method.name.value
                 if (
                     method.decorators
                     or not method.params.params
                     or not called_on_others(name, text)
-                    or "synchronize" not in names_in(method.body)
+                    or names_in(method.body).isdisjoint(WAIT_NAMES)
                 ):
                     continue
                 model = FunctionModel(f"{cls.name.value}.{name}", method, class_name=cls.name.value)
@@ -211,10 +213,20 @@ class _Builder:
                 except RecursionError:
                     continue
                 if any(_synchronizes(op) for op in model.ops):
-                    synchronizing.add(name)
-            if synchronizing:
-                found[cls.name.value] = frozenset(synchronizing)
+                    waiting[name] = "device"
+                elif any(_waits_for(op, interp.entry.key) for op in model.ops):
+                    waiting[name] = "stream"
+            if waiting:
+                found[cls.name.value] = waiting
         return found
+
+    def attribute_class(self, attribute: str) -> Optional[str]:
+        """The class of this file every assignment to an attribute named ``attribute`` makes an
+        instance of (``self.kv_cache = KVCache(...)``), or None (:class:`_AttributeClasses`). Asked only for a method that waits
+        (:meth:`summarise_methods`) called on an attribute, so the walk is rare; done once."""
+        if self._attribute_classes is None:
+            self._attribute_classes = _AttributeClasses.of(self.module)
+        return self._attribute_classes.get(attribute)
 
     # -- functions ------------------------------------------------------------------------------
 
@@ -415,6 +427,17 @@ class _SeenSummaries:
 def _synchronizes(op) -> bool:
     """Does ``op`` make the host wait for the whole device (what a helper's caller learns)?"""
     return op.kind == OpKind.HOST_SYNC and op.sync_kind in ("device", "helper", "unknown")
+
+
+def _waits_for(op, stream_key) -> bool:
+    """Does ``op`` make the host wait for the stream ``stream_key`` (a blocking read or copy on
+    it, or a synchronize of it)?"""
+    return (
+        op.kind == OpKind.HOST_SYNC
+        and op.sync_kind in ("blocking-read", "blocking-copy", "stream")
+        and op.target is not None
+        and op.target.key == stream_key
+    )
 
 
 def _returns_self(method: cst.FunctionDef) -> bool:
@@ -672,6 +695,62 @@ class _ClassFacts(cst.CSTVisitor):
                 self._targets(element.value)
 
 
+
+
+class _AttributeClasses(cst.CSTVisitor):
+    """Attribute name -> the class of this file every assignment to an attribute of that name
+    makes an instance of, or None where some assignment binds anything else. ``self.cache =
+    HostCache(n)``, and DoubleSparse's ``kv_cache = KVCache(...)`` then ``b.attention.kv_cache =
+    kv_cache`` (a name bound in the same function to one call of a class) both count; ``= None``
+    (a placeholder until then) binds nothing."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, Optional[str]] = {}
+        self._locals: list[dict[str, Optional[str]]] = [{}]
+
+    @classmethod
+    def of(cls_, module: cst.Module) -> dict[str, Optional[str]]:
+        visitor = cls_()
+        walk(module, visitor)
+        return visitor.found
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._locals.append({})
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._locals.pop()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:  # `self.cache: HostCache` declares, binds nothing
+            self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, None)
+
+    def _made(self, value: Optional[cst.BaseExpression]) -> Optional[str]:
+        if type(value) is cst.Call and type(value.func) is cst.Name:
+            return value.func.value
+        if type(value) is cst.Name:
+            return self._locals[-1].get(value.value)
+        return None
+
+    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+        if type(target) is cst.Name:
+            names = self._locals[-1]
+            made = self._made(value)
+            names[target.value] = made if names.get(target.value, made) == made else None
+        elif type(target) is cst.Attribute:
+            if type(value) is cst.Name and value.value == "None":
+                return
+            name, made = target.attr.value, self._made(value)
+            self.found[name] = made if self.found.get(name, made) == made else None
+        elif type(target) in (cst.Tuple, cst.List):
+            for element in target.elements:
+                self._bind(element.value, None)
 
 
 def _informative(value) -> bool:
