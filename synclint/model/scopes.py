@@ -96,7 +96,9 @@ class _Builder:
         self.event_makers = event_makers(module, text)
         #: Class name -> its methods that make the host wait (:meth:`summarise_methods`).
         self.synchronizing_methods: dict[str, dict[str, str]] = {}
-        self._attribute_classes: Optional[dict[str, Optional[str]]] = None
+        #: Attribute name -> the class its instances are made of (:class:`_AttributeClasses`);
+        #: a callable of its own, not a method: interpreters hold it, and the builder holds them.
+        self.attribute_class = _AttributeClassIndex(module)
 
     def interpreter(
         self, model: FunctionModel, counters: dict, attributes=None, summaries=None
@@ -219,14 +221,6 @@ class _Builder:
             if waiting:
                 found[cls.name.value] = waiting
         return found
-
-    def attribute_class(self, attribute: str) -> Optional[str]:
-        """The class of this file every assignment to an attribute named ``attribute`` makes an
-        instance of (``self.kv_cache = KVCache(...)``), or None (:class:`_AttributeClasses`). Asked only for a method that waits
-        (:meth:`summarise_methods`) called on an attribute, so the walk is rare; done once."""
-        if self._attribute_classes is None:
-            self._attribute_classes = _AttributeClasses.of(self.module)
-        return self._attribute_classes.get(attribute)
 
     # -- functions ------------------------------------------------------------------------------
 
@@ -695,6 +689,24 @@ class _ClassFacts(cst.CSTVisitor):
                 self._targets(element.value)
 
 
+
+
+class _AttributeClassIndex:
+    """The class of this file every assignment to an attribute named ``attribute`` makes an
+    instance of (``self.kv_cache = KVCache(...)``), or None (:class:`_AttributeClasses`). Asked
+    only for a method that waits (``_Builder.summarise_methods``) called on an attribute, so the
+    walk over the module is rare; done once."""
+
+    __slots__ = ("_module", "_found")
+
+    def __init__(self, module: cst.Module) -> None:
+        self._module = module
+        self._found: Optional[dict[str, Optional[str]]] = None
+
+    def __call__(self, attribute: str) -> Optional[str]:
+        if self._found is None:
+            self._found = _AttributeClasses.of(self._module)
+        return self._found.get(attribute)
 
 
 class _AttributeClasses(cst.CSTVisitor):
