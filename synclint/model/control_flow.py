@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from synclint.cstwalk import walk
+from synclint.cstwalk import names_in, walk
 from synclint.model import api
 from synclint.model.call_args import chooses_the_gpu, compares_a_written_device_to_cuda
 from synclint.model.bindings import Scope
@@ -726,11 +726,14 @@ class ControlFlow:
             self.param_elements.update(target_names(stmt.target))
 
         enumerated = _enumerated(stmt)
-        # The loop's variables, and the pass of the body walked now (see `_loop_passes`).
-        loop = [id(stmt), frozenset(target_names(stmt.target)), -1]
+        # The loop's variables, the pass of the body walked now (`Interpreter._other_iterations`),
+        # the names that vary with them (`varies_by_iteration`), and how many ops there were when
+        # the pass began (`ExpressionEvaluator._previous_pass_element`).
+        loop = [id(stmt), frozenset(target_names(stmt.target)), -1, frozenset(), 0]
 
         def body() -> None:
             loop[2] += 1
+            loop[4] = len(self.model.ops)
             if enumerated is None:
                 self.assign(stmt.target, self.exprs.element_of(iterable, stmt.target, stmt.iter), stmt)
             else:  # `for i, t in enumerate(xs)`: `t` is what `for t in xs` binds
@@ -751,6 +754,26 @@ class ControlFlow:
                 self.counted_loops.pop()
         if stmt.orelse is not None:
             self.suite(stmt.orelse.body)
+
+    def varies_by_iteration(
+        self, targets: list[cst.BaseExpression], value: Optional[cst.BaseExpression]
+    ) -> None:
+        """Names bound in a ``for`` body from the loop's variables (``lo, hi = i * step, (i + 1)
+        * step``), or stepped in it (``offset += n``; ``value`` None), take another value each
+        pass, like the variables: a slice bounded by them (``out[:, lo:hi]``) is another region
+        of the buffer in each pass (:meth:`Interpreter._other_iterations`), as ``out[:, i * step:(i
+        + 1) * step]`` is."""
+        names = {n for t in targets for n in target_names(t)}
+        if not names:
+            return
+        if value is None:
+            loop = self.for_loops[-1]
+            loop[3] = loop[3] | names
+            return
+        words = names_in(value)
+        for loop in self.for_loops:
+            if (loop[1] | loop[3]) & words:
+                loop[3] = loop[3] | names
 
     def _unrolled(self, stmt: cst.For, iterable) -> bool:
         """``for ev in (done_a, done_b): side.wait_event(ev)``: a loop over a literal tuple or

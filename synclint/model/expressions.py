@@ -434,9 +434,15 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         a parameter's (``timer[1]`` in a helper walked at several call sites names another
         caller's container at each), a slice or several indexes."""
         base = dotted(node.value)
-        if base is None or not _computed_key(node):
+        if base is None:
             return None
         if not base.startswith("self.") and base.split(".", 1)[0] in self.i.params:
+            return None
+        if self.i.for_loops and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
+            previous = self._previous_pass_element(base, node.slice[0].slice.value)
+            if previous is not None:
+                return previous
+        if not _computed_key(node):
             return None
         index = node.slice[0].slice.value
         # `self.ready[layer]`, `events[1]`, `self.events[self.layer_mapping[str(layer_idx)]]`: the
@@ -446,6 +452,28 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         else:
             text = dotted(index) or self.i.model_code(index)
         return f"{base}[{text}]"
+
+    def _previous_pass_element(self, base: str, index: cst.BaseExpression) -> Optional[str]:
+        """``done[i - 1]`` in the second pass of ``for i in ...``: the element the first pass
+        recorded as ``done[i]`` (a pipeline whose chunk waits for the previous chunk's event),
+        while this pass has not recorded ``done[i]`` yet; None otherwise."""
+        if not (
+            type(index) is cst.BinaryOperation
+            and type(index.operator) is cst.Subtract
+            and type(index.left) is cst.Name
+            and type(index.right) is cst.Integer
+            and index.right.value == "1"
+        ):
+            return None
+        _, variables, walked, _, pass_start = self.i.for_loops[-1]
+        if walked < 1 or index.left.value not in variables:
+            return None
+        key = f"{base}[{index.left.value}]"
+        recorded = self.state.events.get(key)
+        if recorded is None or not recorded.recorded_by:
+            return None
+        this_pass = {id(op) for op in self.i.model.ops[pass_start:]}
+        return None if any(id(op) in this_pass for op in recorded.recorded_by) else key
 
     def is_current_stream_call(self, node: Optional[cst.BaseExpression]) -> bool:
         if type(node) is not cst.Call:
@@ -849,6 +877,15 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if left is CLOCK or right is CLOCK:
             return CLOCK  # `(now - batch["start_time"]) * 1000`: seconds, on the host
         storages = storages_of(left) + storages_of(right)
+        if (
+            storages
+            and type(node.operator) is cst.FloorDivide
+            and _a_size(node.left)
+            and not any(s.tensor for s in storages)
+        ):
+            # `step = w.shape[0] // n`: a size split in parts is an integer, whatever the other
+            # operand may be (a parameter).
+            return HOST
         if storages:
             evidence = self.arithmetic_evidence(storages, node.operator, node.right)
             return self.tensor_op(

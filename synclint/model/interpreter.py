@@ -72,15 +72,6 @@ _DISPLAYS = (cst.Tuple, cst.List)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _other_iterations(first: tuple, second: tuple) -> bool:
-    """Were two accesses to one slice text made in different passes of a loop whose variable
-    the slice's bounds name? Then each pass's slice is another region of the buffer."""
-    if not first or not second:
-        return False
-    walked = dict(first)
-    return any(walked.get(loop_id, walked_now) != walked_now for loop_id, walked_now in second)
-
-
 def _works_in(value) -> list[WorkValue]:
     """The ``Work`` handles in a value: itself, its alternatives, a tuple's items."""
     if isinstance(value, WorkValue):
@@ -243,7 +234,8 @@ class Interpreter(ControlFlow):
         #: The interpreted function's parameters annotated with a name, by that name
         #: (``constructor: TorchCUDAGraphConstructor``, also written as a string).
         self.param_annotations: dict[str, str] = {}
-        #: Enclosing ``for`` loops: [id of the statement, its variables, pass of the body].
+        #: Enclosing ``for`` loops: [id of the statement, its variables, pass of the body, names
+        #: that vary with the pass, how many ops there were when the pass began].
         self.for_loops: list[list] = []
         #: Enclosing ``for`` loops over a counter (:meth:`ControlFlow.counter_guard`): [the
         #: statement, (counter, first value), its ``for_loops`` entry, what was learnt of its body].
@@ -363,7 +355,7 @@ class Interpreter(ControlFlow):
     def access(self, op: Op, storage: Storage, mode: str) -> Access:
         region = storage.region
         storage = storage.root
-        passes = self._loop_passes(region) if region is not None and self.for_loops else ()
+        passes = tuple((loop[0], loop[2]) for loop in self.for_loops) if region is not None else ()
         access = Access(op, storage, mode, op.stream, region, frozenset(self.guards), passes)
         if self.graph_depth:
             return access  # captured into a CUDA graph: recorded now, executed at replay
@@ -374,7 +366,7 @@ class Interpreter(ControlFlow):
             if prev.stream.key == op.stream.key or (prev.mode == "read" and mode == "read"):
                 continue
             if prev.region is not None and region is not None and (
-                prev.region != region or _other_iterations(prev.passes, passes)
+                prev.region != region or self._other_iterations(prev.passes, passes, region)
             ):
                 # Two different static slices of one buffer; or one slice text whose bounds name
                 # the loop variable, in two iterations (`out[i * n:(i + 1) * n]`).
@@ -393,11 +385,22 @@ class Interpreter(ControlFlow):
         self.state.remember(access)
         return access
 
-    def _loop_passes(self, region: str) -> tuple:
-        """The enclosing ``for`` loops whose variables the slice ``region`` names, each with the
-        pass of its body being walked (:meth:`loop` walks a body twice)."""
+    def _other_iterations(self, first: tuple, second: tuple, region: str) -> bool:
+        """Were two accesses to one slice text made in different passes of an enclosing loop
+        whose variables, or names that vary with them, the slice's bounds name? Then each pass's
+        slice is another region of the buffer. ``first`` and ``second``: the passes of every
+        enclosing ``for`` loop at each access (:meth:`ControlFlow.loop` walks a body twice).
+        Which names vary is asked now, not at the first access: ``offset += n`` at the end of
+        the body is seen after the first pass's accesses."""
+        if not first or not second:
+            return False
         words = set(_WORD.findall(region))
-        return tuple((loop_id, walked) for loop_id, names, walked in self.for_loops if names & words)
+        varying = {loop[0] for loop in self.for_loops if (loop[1] | loop[3]) & words}
+        walked = dict(first)
+        return any(
+            loop_id in varying and walked.get(loop_id, walked_now) != walked_now
+            for loop_id, walked_now in second
+        )
 
     def _hazard(self, first: Access, second: Access) -> None:
         kind = {
@@ -708,6 +711,9 @@ class Interpreter(ControlFlow):
             ]
             for t, value in zip(target.elements, values):
                 self.assign(t.value, value, stmt)
+            if self.for_loops:
+                for t, v in zip(target.elements, stmt.value.elements):
+                    self.varies_by_iteration([t.value], v.value)
             return
         if type(target) is cst.Name:
             if type(stmt.value) is cst.Comparison:
@@ -721,6 +727,8 @@ class Interpreter(ControlFlow):
         value = self.exprs.ev(stmt.value, hint=hint)
         for target in stmt.targets:
             self.assign(target.target, value, stmt)
+        if self.for_loops:
+            self.varies_by_iteration([t.target for t in stmt.targets], stmt.value)
 
     def st_AnnAssign(self, stmt: cst.AnnAssign) -> None:
         if stmt.value is not None:
@@ -728,6 +736,8 @@ class Interpreter(ControlFlow):
             self.assign(stmt.target, value, stmt)
 
     def st_AugAssign(self, stmt: cst.AugAssign) -> None:
+        if self.for_loops:
+            self.varies_by_iteration([stmt.target], None)
         target = self.exprs.ev(stmt.target)
         value = self.exprs.ev(stmt.value)
         if storages_of(target):
