@@ -951,6 +951,12 @@ class Interpreter(ControlFlow):
                     # `host[:] = gpu_tensor`: a copy between the host and the device, done the
                     # blocking way (as `host.copy_(gpu_tensor)`).
                     self.exprs.emit_copy(stmt, sources[0], written[0], False, direction)
+                elif _downloads_on_some_paths(sources, written):
+                    # `host[slot] = grad`, `grad` on the GPU on one path and on the CPU on another:
+                    # a blocking download or a copy on the host; no device work is left running.
+                    for source in sources:
+                        if source.root.device == "cuda":
+                            self.exprs.emit_copy(stmt, source, written[0], False, "d2h")
                 elif all(w.root.device is None for w in written) and any(
                     s.on_host for s in sources
                 ):
@@ -1185,6 +1191,15 @@ def _store_direction(sources: list, destinations: list) -> Optional[str]:
         return None
     src, dst = sources[0].root.device, destinations[0].root.device
     return _direction(src, dst) if {src, dst} == {"cpu", "cuda"} else None
+
+
+def _downloads_on_some_paths(sources: list, destinations: list) -> bool:
+    """Does a store into one known CPU tensor take a value that is a CUDA tensor on some paths
+    and a CPU tensor on the others (``grad = grad.cuda()`` under ``if use_cuda:``)?"""
+    if len(destinations) != 1 or destinations[0].root.device != "cpu":
+        return False
+    devices = {s.root.device for s in sources}
+    return devices == {"cpu", "cuda"}
 
 
 def _name_fresh(value, name: str) -> None:
