@@ -416,7 +416,12 @@ def _reaches_the_caller(expr, scope: Scope, seen: set) -> bool:
             type(func) is cst.Attribute and func.attr.value in ("items", "values")
             and _reaches_the_caller(func.value, scope, seen)
         )
+    if isinstance(expr, _LITERALS):
+        return False  # `dev = torch.device("cuda")` in `xb = xb.to(dev)`: nobody's loader
     return True
+
+
+_LITERALS = (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)
 
 
 #: Ops that write a storage without device work: the caller's values at entry, host writes.
