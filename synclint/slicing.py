@@ -23,8 +23,11 @@ along the only ways the model lets one definition's analysis depend on another's
   reports by itself, so callers are not kept for it; a class that relevant text names is relevant
   too when a method of it says ``synchronize`` or a blocking read (``cpu``, ``item``...) and is
   called on something other than ``self``: the model learns which such methods make the host
-  wait, for calls on the class's instances (``_Builder.summarise_methods``); other classes are
-  never summarised or followed;
+  wait, for calls on the class's instances (``_Builder.summarise_methods``). Such a class is
+  relevant also when relevant text calls one of those methods by name (``self.kv_cache.update(k)``
+  names neither the class nor where it is made), and then so is every definition that names the
+  class (``kv_cache = KVCache(...)``: the model learns what the attribute holds); other classes
+  are never summarised or followed;
 * a definition with an ``import`` that relevant text uses is relevant: import resolution reads
   imports at any depth;
 * a definition that names a relevant ``@contextmanager`` function is relevant: the model walks
@@ -260,21 +263,34 @@ def irrelevant_definitions(
     for unit in definitions:
         if unit.relevant:
             mentioned |= unit.words
+    waiting = {
+        u.index: methods
+        for u in definitions
+        if isinstance(u.node, ast.ClassDef) and (methods := _waiting_methods(u, text, lines))
+    }
     changed = True
     while changed:
         changed = False
         managers = {u.node.name for u in definitions if u.relevant and _is_context_manager(u.node)}
+        # A class kept for a method that waits is kept with the code that makes its instances:
+        # `kv_cache = KVCache(...)` then `b.attention.kv_cache = kv_cache` tells the model what
+        # `self.kv_cache.update(k, v)` calls (`_Builder.attribute_class`).
+        makers = {u.node.name for u in definitions if u.relevant and u.index in waiting}
         for unit in definitions:
             if unit.relevant:
                 continue
-            helper = unit.node.name in mentioned and (
-                not isinstance(unit.node, ast.ClassDef) or _synchronizes_for_others(unit, text, lines)
-            )
+            if isinstance(unit.node, ast.ClassDef):
+                methods = waiting.get(unit.index, frozenset())
+                # Named by relevant code, or one of its waiting methods called there.
+                helper = bool(methods) and (unit.node.name in mentioned or bool(methods & mentioned))
+            else:
+                helper = unit.node.name in mentioned
             if (
                 helper
                 or unit.binds & mentioned
                 or (names and unit.words & names)
                 or (managers and unit.words & managers)
+                or (makers and unit.words & makers)
             ):
                 unit.relevant = changed = True
                 mentioned |= unit.words
@@ -300,17 +316,18 @@ def called_on_others(method: str, text: str) -> bool:
     return text.count(f".{method}(") > text.count(f"self.{method}(")
 
 
-def _synchronizes_for_others(unit: _Unit, text: str, lines: list[str]) -> bool:
-    """May the model take a method of this class for one that makes the host wait when called on
-    an instance (``_Builder.summarise_methods``)? The file calls the class (``C(`` outside its
-    ``class`` line), and a method with no decorator and a parameter names ``synchronize`` or a
-    blocking read (:data:`WAIT_NAMES`) and is called as ``.name(`` more often than as
+def _waiting_methods(unit: _Unit, text: str, lines: list[str]) -> frozenset[str]:
+    """The methods of this class the model may take for ones that make the host wait when called
+    on an instance (``_Builder.summarise_methods``): the file calls the class (``C(`` outside its
+    ``class`` line), and each method has no decorator and a parameter, names ``synchronize`` or
+    a blocking read (:data:`WAIT_NAMES`) and is called as ``.name(`` more often than as
     ``self.name(``."""
     node = unit.node
     if not _WAIT_WORD.search(unit.text) or not instantiated(
         node.name, bool(node.bases or node.keywords), text
     ):
-        return False
+        return frozenset()
+    found = set()
     for method in node.body:
         if (
             isinstance(method, ast.FunctionDef)
@@ -320,8 +337,8 @@ def _synchronizes_for_others(unit: _Unit, text: str, lines: list[str]) -> bool:
         ):
             start, end = statement_extent(method)
             if any(_WAIT_WORD.search(line) for line in lines[start - 1 : end]):
-                return True
-    return False
+                found.add(method.name)
+    return frozenset(found)
 
 
 def _is_context_manager(node: ast.stmt) -> bool:

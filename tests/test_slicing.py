@@ -170,6 +170,31 @@ def test_a_class_whose_method_reads_a_tensor_on_the_host_is_kept_for_code_that_n
     assert [(d.code, d.span.start.line) for d in found] == [("SYN101", 16)]
 
 
+def test_a_class_whose_waiting_method_relevant_code_calls_is_kept_with_its_makers():
+    """Relevant code that calls ``self.kv_cache.update(k)`` names neither the cache's class nor
+    where it is made: the class is kept because its ``update`` reads a tensor on the host and is
+    called there, and so is the code that makes its instances (``kv_cache = KVCache()``), which
+    tells the model what the attribute holds. A class no relevant code calls into stays blank."""
+    text = (
+        "import torch\n"
+        "\nside = torch.cuda.Stream()\n"
+        "\nclass KVCache:\n    def update(self, k):\n        return k.cpu()\n"
+        "\nclass Meter:\n    def add(self, v):\n        return v.item()\n"
+        "\nclass Layer:\n    def forward(self, x):\n        nxt = x + 1\n"
+        "        self.kv_cache.update(x)\n"
+        "        with torch.cuda.stream(side):\n            nxt.mul_(3)\n"
+        "        side.synchronize()\n"
+        "\ndef setup(layers):\n    for layer in layers:\n        kv_cache = KVCache()\n"
+        "        layer.kv_cache = kv_cache\n"
+        "\ndef report(m: Meter, v):\n    Meter().add(v)\n"
+    )
+    kept = sliced(text)
+    assert kept is not None
+    assert "class KVCache" in kept and "def setup" in kept
+    assert "class Meter" not in kept and "def report" not in kept
+    assert assert_same(text, "cache.py") == []
+
+
 def test_classes_are_kept_whole():
     text = (
         "class Prefetcher:\n"

@@ -564,7 +564,8 @@ class CallSemantics:
             self.args(node)
             self.sync_device(node, "helper", method)
             return HOST
-        if receiver is None and self.i.synchronizing_methods:
+        if (receiver is None or receiver is HOST) and self.i.synchronizing_methods:
+            # (HOST: `self.kv_cache = None` in `__init__`, set to an instance later.)
             cls = self.instance_class(func.value)
             waits = self.i.synchronizing_methods[cls].get(method) if cls is not None else None
             if waits == "device":
