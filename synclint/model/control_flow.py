@@ -47,6 +47,13 @@ def _without_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
     return test, negated
 
 
+def _configuration(node: cst.BaseExpression) -> bool:
+    """``self.overlap``, or an attribute of one (``self.dev.type``): the object's set-up."""
+    while type(node) is cst.Attribute and not is_self_attribute(node):
+        node = node.value
+    return is_self_attribute(node)
+
+
 def _optional_tested(stmt: cst.If) -> Optional[str]:
     """The name ``stmt`` tests for being set (``if s is not None:`` / ``if s:``), with no
     ``else``: the key of the stream it would be, or None."""
@@ -262,6 +269,22 @@ class ControlFlow:
             for p in parts
         )
 
+    def configuration_test(self, test: cst.BaseExpression) -> bool:
+        """A test of the object's set-up only, wider than :meth:`flag_parameter`: attributes of
+        its attributes (``self.dev.type == "cuda"``) and such tests joined with ``and``/``or``
+        (``self.use_streams and self.dev.type == "cuda"``). Its arms are only marked as the two
+        sides of one switch (``Op.switches``: never paired as a race, nor a tensor made under one
+        and used under the other); waits under it are joined as under any test (a
+        synchronization under ``if self.enable_timing and ...:`` does not happen by default)."""
+        test, _ = _without_not(test)
+        if type(test) is cst.BooleanOperation:
+            return self.configuration_test(test.left) and self.configuration_test(test.right)
+        parts = [test.left, *(c.comparator for c in test.comparisons)] if type(test) is cst.Comparison else [test]
+        return any(_configuration(p) for p in parts) and all(
+            _configuration(p) or isinstance(p, (cst.Integer, cst.Float, cst.SimpleString, cst.Name))
+            for p in parts
+        )
+
     def constant_switch(self, test: cst.BaseExpression) -> Optional[bool]:
         """The value of an ``if`` test that is a local name every binding of which in the scope is
         the same ``True`` or ``False`` (``side_stream = False`` ... ``if side_stream:``, a switch
@@ -410,6 +433,13 @@ class ControlFlow:
         # `if torch.cuda.is_available(): ... else: <CPU fallback>`: the other arms run only where
         # there is no device, so no device work is pending on them (their clocks cover it all).
         without_device = self._device_present(stmt.test)
+        outer_switches = self.switches
+        # `if self.use_streams and self.dev.type == "cuda": ... else: ...`: one switch's two sides.
+        switch = (
+            self._switch(stmt.test)
+            if type(stmt.orelse) is cst.Else and self.configuration_test(stmt.test)
+            else None
+        )
         while True:
             if type(current) is cst.If:
                 self.exprs.condition(current.test)
@@ -418,10 +448,13 @@ class ControlFlow:
                 self.guards.append(current.test)  # its text only if an `assert not` asks (costly)
                 if without_device and current is not stmt:
                     self._nothing_on_the_device()  # what was issued before: vacuous here too
+                if switch is not None:
+                    self.switches = outer_switches + ((switch[0], switch[1]),)
                 try:
                     self.suite(current.body)
                 finally:
                     self.guards.pop()
+                    self.switches = outer_switches
                 if without_device and current is not stmt:
                     self._nothing_on_the_device()
                 result = self.state if result is None else join(result, self.state)
@@ -431,7 +464,12 @@ class ControlFlow:
                 if without_device:
                     self._nothing_on_the_device()  # what was issued before: vacuous here too
                 if current is not None:
-                    self.suite(current.body)
+                    if switch is not None:
+                        self.switches = outer_switches + ((switch[0], not switch[1]),)
+                    try:
+                        self.suite(current.body)
+                    finally:
+                        self.switches = outer_switches
                 if without_device:
                     self._nothing_on_the_device()
                 result = join(result, self.state) if result is not None else self.state

@@ -469,6 +469,10 @@ class Interpreter(ControlFlow):
         for use in uses:
             if alloc_vc.get(use.stream.key, 0) >= use.op.seq:
                 continue
+            if made is not None and made.switches and use.op.switches and _opposite_arms(
+                made.switches, use.op.switches
+            ):
+                continue  # made under one arm of a configuration switch, used under the other
             if alloc.key != self.entry.key and made is not None:
                 # A side stream that waits for the consumer's stream (directly, or for the main
                 # stream once the main stream has waited for the consumer) before its work keeps
