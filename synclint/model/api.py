@@ -263,6 +263,9 @@ MODULE_TENSOR_ACCESSORS = frozenset(
 #: optimizer's state is made in its first ``step()``), and later work through them is work on
 #: those tensors.
 TENSOR_HOLDER_MODULES = ("torch.optim.",)
+#: Learning-rate schedulers (under ``torch.optim.`` too): host objects whose ``step()`` sets the
+#: optimizer's learning rates, Python numbers; they hold no tensor of their own.
+LR_SCHEDULER_MODULES = ("torch.optim.lr_scheduler.",)
 
 #: Operations whose output size depends on the data (``x.nonzero()``, ``torch.unique(x)``,
 #: ``torch.where(mask)`` with one argument): on CUDA the size is copied to the host first, so the

@@ -282,15 +282,19 @@ class CallSemantics:
         summary = self.i.summaries.get(name)
         if summary is not None:
             self.args(node)
+            result = None
+            if summary.waits_last and summary.returns_device_tensor is not None:
+                # `b = a @ a; torch.cuda.synchronize(); return b`: made before the wait.
+                result = self._made_by_helper(node, name, hint, summary.returns_device_tensor)
             if summary.synchronizes:
                 self.sync_device(node, "helper", name)
             elif summary.waits_for_current_stream:
                 self.sync_stream(node, self.state.current, "blocking-read")
             if summary.returns_current_stream:
                 return self.state.current
-            if summary.returns_device_tensor is not None:
+            if summary.returns_device_tensor is not None and not summary.waits_last:
                 return self._made_by_helper(node, name, hint, summary.returns_device_tensor)
-            return None
+            return result
         if name in api.HOST_CONVERSIONS:
             storages = self.arg_storages(node)
             if storages:
@@ -314,6 +318,12 @@ class CallSemantics:
             return self.element_of(values[0], node, node.args[0].value)
         if name in api.HOST_BUILTINS:
             values = self.args(node)
+            if name in ("max", "min") and len(values) > 1:
+                # `best = max(score, best)`: Python compares the values, calling `bool()` on a
+                # tensor comparison: a blocking read of each tensor among them.
+                compared = [s for v in values for s in storages_of(v) if s.tensor]
+                if compared:
+                    self.blocking_read(node, compared)
             if name in ("list", "tuple", "sorted", "reversed") and values:
                 return values[0] if isinstance(values[0], TupleValue) else None
             if name == "sum" and values and storages_of(values[0]):
@@ -333,6 +343,11 @@ class CallSemantics:
                     node, reads=storages, evidence=False, mark_arguments=False, opaque=True
                 )
             return None
+        if name.startswith(api.LR_SCHEDULER_MODULES):
+            # `scheduler = StepLR(optimizer, 30)`: its `step()` sets the optimizer's learning
+            # rates, Python numbers, on the host; no kernel.
+            self.args(node)
+            return HOST
         if name in api.ALIASING_WRAPPERS or name.startswith(api.TENSOR_HOLDER_MODULES):
             storages = [s for v in self.args(node)[:1] for s in storages_of(v)]
             return storages[0] if storages else None

@@ -98,6 +98,10 @@ class FunctionSummary:
         #: device="cuda")``): for the caller, device tensors written on its current stream. None
         #: when not; 0 for one tensor; n for a tuple of n (``return input_ids, attention_mask``).
         self.returns_device_tensor: Optional[int] = None
+        #: It ends by waiting (its last device work comes before its last synchronization or
+        #: blocking read: ``b = a @ a; torch.cuda.synchronize(); return b``): for the caller, the
+        #: tensors it returns were written before that wait, not after it.
+        self.waits_last = False
 
 
 _UNSEEN = object()

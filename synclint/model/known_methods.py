@@ -310,6 +310,19 @@ class KnownValueMethods:
         key = dotted(node.value)
         return key is not None and bool(storages_of(self.state.env.get(key)))
 
+    def other_tensors_device(self, node: Optional[cst.BaseExpression]) -> bool:
+        """``other.device`` where ``other`` is a tensor this function made, or an item of a
+        container (``enc["input_ids"].device``, a tokenizer's output): wherever that tensor is.
+        Not ``config.device`` on a parameter (reading ``.device`` is no proof of a tensor): a
+        configuration's device, the GPU more often than not."""
+        if not (type(node) is cst.Attribute and node.attr.value == "device"):
+            return False
+        if type(node.value) is cst.Subscript:
+            return True
+        key = dotted(node.value)
+        storages = storages_of(self.state.env.get(key)) if key is not None else []
+        return bool(storages) and all(s.root.origin == "local" for s in storages)
+
     def transfer(self, node: cst.Call, storages: list[Storage], method: str, hint: Optional[str]):
         positional = _positional(node)
         self.args(node)
@@ -334,9 +347,14 @@ class KnownValueMethods:
                     and _names_a_dtype(self.state.env.get(device_node.value))
                 ):
                     target = src.device
-                elif src.on_host and self.device_text(device_node) is None:
+                elif (
+                    src.on_host
+                    and self.device_text(device_node) is None
+                    and not self.other_tensors_device(device_node)
+                ):
                     # `.to(device)` from a CPU tensor is almost always an upload; not to a device
-                    # written out as another kind (`"xla"`, `torch.device("mps")`).
+                    # written out as another kind (`"xla"`, `torch.device("mps")`), nor to where
+                    # another tensor of unknown device is (`.to(enc["input_ids"].device)`).
                     target = "cuda"
             if len(positional) > 1 and _may_be_true(positional[1]):
                 non_blocking = True

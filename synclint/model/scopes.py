@@ -168,6 +168,7 @@ class _Builder:
                     _waits_for(op, interp.entry.key) for op in model.ops
                 )
                 summary.returns_current_stream = interp.returned_stream
+                summary.waits_last = _waits_last(model.ops, interp.entry.key)
                 summary.returns_device_tensor = _returns_a_device_tensor(function, interp)
                 self.summaries[function.name.value] = summary
 
@@ -423,6 +424,18 @@ def _synchronizes(op) -> bool:
     return op.kind == OpKind.HOST_SYNC and op.sync_kind in ("device", "helper", "unknown")
 
 
+def _waits_last(ops, entry_key) -> bool:
+    """Is the last op that waits (the device, or the stream the helper was called on) after the
+    last op that does device work?"""
+    last_wait = last_work = -1
+    for index, op in enumerate(ops):
+        if _synchronizes(op) or _waits_for(op, entry_key):
+            last_wait = index
+        elif op.on_device and op.kind != OpKind.ENTRY:
+            last_work = index
+    return last_wait > last_work
+
+
 def _waits_for(op, stream_key) -> bool:
     """Does ``op`` make the host wait for the stream ``stream_key`` (a blocking read or copy on
     it, or a synchronize of it)?"""
@@ -473,6 +486,7 @@ def _facts(summary: Optional[FunctionSummary]) -> Optional[tuple[bool, ...]]:
         summary.waits_for_current_stream,
         summary.returns_current_stream,
         summary.returns_device_tensor,
+        summary.waits_last,
     )
 
 
