@@ -23,7 +23,7 @@ from synclint.model.call_args import (
     a_setter,
     runs_a_loop,
 )
-from synclint.model.inlining import MAX_DEPTH, can_inline, inline_call
+from synclint.model.inlining import MAX_DEPTH, can_inline, inline_call, property_value
 from synclint.model.resolver import canonical, dotted, is_self_attribute
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
@@ -763,6 +763,13 @@ class CallSemantics:
         text = self.device_text(node)
         if text is not None:
             return _device_kind(text)
+        if is_self_attribute(node):
+            # `@property def device(self): return "cpu"` (walked where read, :func:`simple_property`).
+            method = self.i.class_methods.get(node.attr.value)
+            returned = property_value(method) if method is not None else None
+            text = self.device_text(returned) if returned is not None else None
+            if text is not None:
+                return _device_kind(text)
         if type(node) is cst.Attribute and node.attr.value == "device":
             storages = storages_of(self.ev(node.value))
             return storages[0].device if storages else None
@@ -780,6 +787,12 @@ class CallSemantics:
         module's top level when the function neither binds the name nor takes it as a
         parameter; ``device = torch.device(where)`` or ``device = where`` with ``where`` such a
         name, two names deep); else None."""
+        if self.i.inline_stack and depth == 0:
+            # A helper's parameter walked at a call site: the device the call writes out for it,
+            # or its default (`def _inputs(self, n=64, device="cpu")` called as `_inputs(n=512)`).
+            given = self.i.inline_arguments[-1].get(name)
+            text = self.device_text(given) if given is not None else None
+            return _device_kind(text) if text is not None else None
         if name in self.i.params or self.i.inline_stack:
             return None
         held = self.state.env.get(name, _NOT_BOUND)

@@ -76,6 +76,14 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
     )
 
 
+def property_value(method: cst.FunctionDef) -> Optional[cst.BaseExpression]:
+    """The expression a :func:`simple_property` returns; None for any other method."""
+    if not simple_property(method):
+        return None
+    statements = list(method.body.body)
+    return statements[-1].body[0].value
+
+
 def read_property(interp: "Interpreter", node: cst.Attribute):
     """The value of ``self.<name>`` when ``name`` is a :func:`simple_property` of the class
     (walked like an inlined call with no arguments); :data:`NOT_A_PROPERTY` otherwise."""
@@ -150,15 +158,25 @@ def inline_call(
     if frame:
         env.update(frame)
     names = set()
+    # What the call writes out for each parameter, or its default: for a device argument
+    # (`Calls.device_of`), which a value (a string is just a host value) does not tell.
+    written = [a.value for a in args if a.keyword is None and not a.star]
+    written_by_name = {a.keyword.value: a.value for a in args if a.keyword is not None}
+    arguments: dict[str, cst.BaseExpression] = {}
     for index, param in enumerate(params + list(method.params.kwonly_params)):
         name = param.name.value
         names.add(name)
         if index < len(positional) and index < len(params):
             value = positional[index]
+            if index < len(written):
+                arguments[name] = written[index]
         elif name in keywords:
             value = keywords[name]
+            if name in written_by_name:
+                arguments[name] = written_by_name[name]
         elif param.default is not None:
             value = exprs.ev(param.default)
+            arguments[name] = param.default
         else:
             value = None
         if value is not None and _scalar_annotation(param):
@@ -188,6 +206,7 @@ def inline_call(
     interp.inline_stack.append(method.name.value)
     interp.inline_returns.append([])
     interp.inline_keep.append(held_by_caller)
+    interp.inline_arguments.append(arguments)
     try:
         if body is None:
             interp.suite(method.body)
@@ -196,6 +215,7 @@ def inline_call(
     finally:
         returns = interp.inline_returns.pop()
         interp.inline_keep.pop()
+        interp.inline_arguments.pop()
         interp.inline_stack.pop()
         interp.params, interp.entry_op, interp.loop_base = saved_params, saved_entry_op, saved_loop_base
         interp.made_on = saved_made_on

@@ -245,6 +245,9 @@ class Interpreter(ControlFlow):
         #: statement, (counter, first value), its ``for_loops`` entry, what was learnt of its body].
         self.counted_loops: list[tuple] = []
         self.inline_stack: list[str] = []
+        #: Per helper walked at a call site: parameter -> the expression the call writes out for
+        #: it, or its default (:func:`synclint.model.inlining.inline_call`).
+        self.inline_arguments: list[dict[str, cst.BaseExpression]] = []
         #: The statement of this function being walked (not of a helper walked at a call site).
         self.outer_statement: Optional[cst.CSTNode] = None
         #: The arms of configuration switches being walked (see ``Op.switches``).

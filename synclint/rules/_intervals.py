@@ -89,9 +89,10 @@ def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, st
     """The readings among ``earlier`` (ops, in order) that the interval ending at ``end`` may
     start at, and the name it subtracts when known. None of them when ``end`` ends no interval:
     it only starts one, or it is bound to a name nothing reads (a leftover)."""
-    if type(parents.get(end.node)) is cst.Element:
+    if type(parents.get(end.node)) is cst.Element or _stamped_in_a_slot(end.node, parents):
         # `t_prev = [time.time()]`: a first timestamp kept in a list, for a callback or a loop to
-        # subtract later (stable-audio-3's step timer); it starts intervals and ends none.
+        # subtract later (stable-audio-3's step timer); `starts[j] = time.time()`, one request's
+        # arrival kept in its slot (RWKV-Infer's scheduler): they start intervals and end none.
         return [], None
     bound = bound_key(end.node, parents)
     if subtractions.only_subtracted(bound) or subtractions.never_read(bound):
@@ -104,6 +105,20 @@ def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, st
         return [c for c in earlier if bound_key(c.node, parents) == since], since
     # The end of one delta (`time.time() - t0`) is no start of another.
     return [c for c in earlier if not subtracts_from(c.node, parents)], None
+
+
+def _stamped_in_a_slot(clock: cst.CSTNode, parents) -> bool:
+    """Is the reading stored into an item at a computed index (``starts[j] = time.time()``)? Not
+    at a written-out key (``t["end"] = time.time()``, which may well end an interval)."""
+    parent = parents.get(clock)
+    if not (type(parent) is cst.Assign and parent.value is clock and len(parent.targets) == 1):
+        return False
+    target = parent.targets[0].target
+    return type(target) is cst.Subscript and not any(
+        type(e.slice) is cst.Index
+        and isinstance(e.slice.value, (cst.SimpleString, cst.Integer, cst.ConcatenatedString))
+        for e in target.slice
+    )
 
 
 def measures_submission(clock: cst.CSTNode, parents) -> bool:
