@@ -448,8 +448,31 @@ class CallSemantics:
         used as one later; host memory when every tensor given was host memory."""
         evidence = any(s.tensor for s in storages)
         device = "cpu" if all(s.root.on_host for s in storages) else None
-        return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", device=device,
-                              evidence=evidence, mark_arguments=False, opaque=opaque)
+        handed = self._handed_stream(node)
+        if handed is None or handed.key == self.state.current.key:
+            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>",
+                                  device=device, evidence=evidence, mark_arguments=False,
+                                  opaque=opaque)
+        # `model.generate(ids, stream=self.side)`: the callee runs its kernels on the stream it
+        # is handed, as `with torch.cuda.stream(stream):` inside it would.
+        saved, self.state.current = self.state.current, handed
+        try:
+            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>",
+                                  device=device, evidence=evidence, mark_arguments=False,
+                                  opaque=opaque)
+        finally:
+            self.state.current = saved
+
+    def _handed_stream(self, node: cst.Call) -> Optional[StreamValue]:
+        """The stream a call is handed as ``stream=`` (or ``cuda_stream=``), when it is one."""
+        for arg in node.args:
+            if arg.keyword is None or arg.keyword.value not in ("stream", "cuda_stream"):
+                continue
+            key = dotted(arg.value)
+            stream = self.as_stream(arg.value, self.state.env.get(key) if key else None)
+            if stream is not None:
+                return stream
+        return None
 
     def unknown_call(self, node: cst.Call, hint: Optional[str]):
         name = self.i.resolver.qualify(node.func) or ""

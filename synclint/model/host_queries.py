@@ -59,8 +59,56 @@ def covering_sync(
             continue
         if dominates(op.node, at.node, parents) or _runs_on_from(op.node, record.node, parents):
             return op
+        if _both_where_the_event_is_set(op.node, at.node, parents):
+            return op
         covering.append(op)
     return _synchronized_on_every_arm(covering, at, parents)
+
+
+def _both_where_the_event_is_set(
+    sync: cst.CSTNode, at: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """``if t_end is not None: t_end.synchronize()``, then ``if t_begin is not None and t_end is
+    not None: t_begin.elapsed_time(t_end)``: the synchronization runs wherever the event ``at``
+    reads is set, and ``at`` runs only where it is set. The ``if`` around the synchronization
+    (its nearest) tests that event and dominates ``at``; an ``if`` around ``at`` tests it too."""
+    if not (type(at) is cst.Call and at.args):
+        return False
+    event = dotted(at.args[0].value)
+    if event is None:
+        return False
+    guard = parents.get(sync)
+    while guard is not None and type(guard) is not cst.If:
+        if isinstance(guard, (cst.FunctionDef, cst.For, cst.While, cst.With, cst.Try)):
+            return False
+        guard = parents.get(guard)
+    if guard is None or guard.orelse is not None or _set_test(guard.test) != {event}:
+        return False
+    if not dominates(guard, at, parents):
+        return False
+    node = parents.get(at)
+    while node is not None and not isinstance(node, (cst.FunctionDef, cst.Module)):
+        if type(node) is cst.If and event in _set_test(node.test) and node is not guard:
+            return True
+        node = parents.get(node)
+    return False
+
+
+def _set_test(test: cst.BaseExpression) -> set[str]:
+    """The names an ``if`` test requires to be set: ``x is not None``, ``x``, and the conjuncts
+    of ``a and b``."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return _set_test(test.left) | _set_test(test.right)
+    if (
+        type(test) is cst.Comparison
+        and len(test.comparisons) == 1
+        and type(test.comparisons[0].operator) is cst.IsNot
+        and type(test.comparisons[0].comparator) is cst.Name
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        test = test.left
+    name = dotted(test) if type(test) in (cst.Name, cst.Attribute) else None
+    return {name} if name is not None else set()
 
 
 def _runs_on_from(
