@@ -282,7 +282,9 @@ def irrelevant_definitions(
             if isinstance(unit.node, ast.ClassDef):
                 methods = waiting.get(unit.index, frozenset())
                 # Named by relevant code, or one of its waiting methods called there.
-                helper = bool(methods) and (unit.node.name in mentioned or bool(methods & mentioned))
+                helper = bool(methods) and (
+                    unit.node.name in mentioned or not methods.isdisjoint(mentioned)
+                )
             else:
                 helper = unit.node.name in mentioned
             if (

@@ -787,7 +787,7 @@ class CallSemantics:
         if text is not None:
             return _device_kind(text)
         if is_self_attribute(node):
-            # `@property def device(self): return "cpu"` (walked where read, :func:`simple_property`).
+            # `@property def device(self): return "cpu"` (a :func:`simple_property`).
             method = self.i.class_methods.get(node.attr.value)
             returned = property_value(method) if method is not None else None
             text = self.device_text(returned) if returned is not None else None

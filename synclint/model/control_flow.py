@@ -47,6 +47,43 @@ def _without_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
     return test, negated
 
 
+class ForLoop:
+    """An enclosing ``for`` loop, as the walk of its body knows it."""
+
+    __slots__ = ("node_id", "variables", "walked", "varying", "pass_start")
+
+    def __init__(self, node_id: int, variables: frozenset) -> None:
+        self.node_id = node_id
+        #: The names its target binds (``i`` in ``for i in range(n)``).
+        self.variables = variables
+        #: The pass of the body walked now (0, then 1: :meth:`ControlFlow.loop` walks it twice).
+        self.walked = -1
+        #: Names bound in the body from the variables, or stepped in it, so that they take another
+        #: value each pass too (:meth:`ControlFlow.varies_by_iteration`).
+        self.varying: set[str] = set()
+        #: How many ops the function had when this pass began
+        #: (``ExpressionEvaluator._previous_pass_element``).
+        self.pass_start = 0
+
+    def names(self) -> set[str]:
+        """Its variables and the names that vary with them."""
+        return self.variables | self.varying
+
+
+def _compares_setup(
+    test: cst.BaseExpression, setup: Callable[[cst.BaseExpression], bool]
+) -> bool:
+    """Is ``test`` a part of the object's set-up (``setup`` says which), or a comparison of such
+    parts with constants and names (``self.workers > 1``)?"""
+    parts = [test]
+    if type(test) is cst.Comparison:
+        parts = [test.left, *(c.comparator for c in test.comparisons)]
+    return any(setup(p) for p in parts) and all(
+        setup(p) or isinstance(p, (cst.Integer, cst.Float, cst.SimpleString, cst.Name))
+        for p in parts
+    )
+
+
 def _configuration(node: cst.BaseExpression) -> bool:
     """``self.overlap``, or an attribute of one (``self.dev.type``): the object's set-up."""
     while type(node) is cst.Attribute and not is_self_attribute(node):
@@ -263,11 +300,7 @@ class ControlFlow:
             return test.value in self.flag_params
         # `if self.workers > 1:` / `if self.overlap:`: the object's configuration, fixed since
         # `__init__`; the other methods branch on it the same way.
-        parts = [test.left, *(c.comparator for c in test.comparisons)] if type(test) is cst.Comparison else [test]
-        return any(is_self_attribute(p) for p in parts) and all(
-            is_self_attribute(p) or isinstance(p, (cst.Integer, cst.Float, cst.SimpleString, cst.Name))
-            for p in parts
-        )
+        return _compares_setup(test, is_self_attribute)
 
     def configuration_test(self, test: cst.BaseExpression) -> bool:
         """A test of the object's set-up only, wider than :meth:`flag_parameter`: attributes of
@@ -279,11 +312,7 @@ class ControlFlow:
         test, _ = _without_not(test)
         if type(test) is cst.BooleanOperation:
             return self.configuration_test(test.left) and self.configuration_test(test.right)
-        parts = [test.left, *(c.comparator for c in test.comparisons)] if type(test) is cst.Comparison else [test]
-        return any(_configuration(p) for p in parts) and all(
-            _configuration(p) or isinstance(p, (cst.Integer, cst.Float, cst.SimpleString, cst.Name))
-            for p in parts
-        )
+        return _compares_setup(test, _configuration)
 
     def constant_switch(self, test: cst.BaseExpression) -> Optional[bool]:
         """The value of an ``if`` test that is a local name every binding of which in the scope is
@@ -351,7 +380,7 @@ class ControlFlow:
         for stmt, (name, start), walked, learnt in reversed(self.counted_loops):
             if name != left.value:
                 continue
-            if walked[2] < 1 or self._rebinds(stmt, name, learnt):
+            if walked.walked < 1 or self._rebinds(stmt, name, learnt):
                 return None
             if type(right) is cst.Integer:
                 value = _PAST_START[operator](int(right.evaluated_value), start)
@@ -449,7 +478,7 @@ class ControlFlow:
                 if without_device and current is not stmt:
                     self._nothing_on_the_device()  # what was issued before: vacuous here too
                 if switch is not None:
-                    self.switches = outer_switches + ((switch[0], switch[1]),)
+                    self.switches = outer_switches + (switch,)
                 try:
                     self.suite(current.body)
                 finally:
@@ -764,14 +793,11 @@ class ControlFlow:
             self.param_elements.update(target_names(stmt.target))
 
         enumerated = _enumerated(stmt)
-        # The loop's variables, the pass of the body walked now (`Interpreter._other_iterations`),
-        # the names that vary with them (`varies_by_iteration`), and how many ops there were when
-        # the pass began (`ExpressionEvaluator._previous_pass_element`).
-        loop = [id(stmt), frozenset(target_names(stmt.target)), -1, frozenset(), 0]
+        loop = ForLoop(id(stmt), frozenset(target_names(stmt.target)))
 
         def body() -> None:
-            loop[2] += 1
-            loop[4] = len(self.model.ops)
+            loop.walked += 1
+            loop.pass_start = len(self.model.ops)
             if enumerated is None:
                 self.assign(stmt.target, self.exprs.element_of(iterable, stmt.target, stmt.iter), stmt)
             else:  # `for i, t in enumerate(xs)`: `t` is what `for t in xs` binds
@@ -805,13 +831,12 @@ class ControlFlow:
         if not names:
             return
         if value is None:
-            loop = self.for_loops[-1]
-            loop[3] = loop[3] | names
+            self.for_loops[-1].varying |= names
             return
         words = names_in(value)
         for loop in self.for_loops:
-            if (loop[1] | loop[3]) & words:
-                loop[3] = loop[3] | names
+            if loop.names() & words:
+                loop.varying |= names
 
     def _unrolled(self, stmt: cst.For, iterable) -> bool:
         """``for ev in (done_a, done_b): side.wait_event(ev)``: a loop over a literal tuple or

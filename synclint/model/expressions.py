@@ -465,14 +465,14 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             and index.right.value == "1"
         ):
             return None
-        _, variables, walked, _, pass_start = self.i.for_loops[-1]
-        if walked < 1 or index.left.value not in variables:
+        loop = self.i.for_loops[-1]
+        if loop.walked < 1 or index.left.value not in loop.variables:
             return None
         key = f"{base}[{index.left.value}]"
         recorded = self.state.events.get(key)
         if recorded is None or not recorded.recorded_by:
             return None
-        this_pass = {id(op) for op in self.i.model.ops[pass_start:]}
+        this_pass = {id(op) for op in self.i.model.ops[loop.pass_start:]}
         return None if any(id(op) in this_pass for op in recorded.recorded_by) else key
 
     def is_current_stream_call(self, node: Optional[cst.BaseExpression]) -> bool:

@@ -28,7 +28,7 @@ from synclint.model.call_args import (
     _direction,
     is_flag_parameter,
 )
-from synclint.model.control_flow import ControlFlow
+from synclint.model.control_flow import ControlFlow, ForLoop
 from synclint.model.expressions import any_item_key, item_keys
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted
@@ -238,9 +238,8 @@ class Interpreter(ControlFlow):
         #: The interpreted function's parameters annotated with a name, by that name
         #: (``constructor: TorchCUDAGraphConstructor``, also written as a string).
         self.param_annotations: dict[str, str] = {}
-        #: Enclosing ``for`` loops: [id of the statement, its variables, pass of the body, names
-        #: that vary with the pass, how many ops there were when the pass began].
-        self.for_loops: list[list] = []
+        #: Enclosing ``for`` loops, innermost last.
+        self.for_loops: list[ForLoop] = []
         #: Enclosing ``for`` loops over a counter (:meth:`ControlFlow.counter_guard`): [the
         #: statement, (counter, first value), its ``for_loops`` entry, what was learnt of its body].
         self.counted_loops: list[tuple] = []
@@ -362,7 +361,9 @@ class Interpreter(ControlFlow):
     def access(self, op: Op, storage: Storage, mode: str) -> Access:
         region = storage.region
         storage = storage.root
-        passes = tuple((loop[0], loop[2]) for loop in self.for_loops) if region is not None else ()
+        passes = (
+            tuple((loop.node_id, loop.walked) for loop in self.for_loops) if region is not None else ()
+        )
         access = Access(op, storage, mode, op.stream, region, frozenset(self.guards), passes)
         if self.graph_depth:
             return access  # captured into a CUDA graph: recorded now, executed at replay
@@ -402,7 +403,7 @@ class Interpreter(ControlFlow):
         if not first or not second:
             return False
         words = set(_WORD.findall(region))
-        varying = {loop[0] for loop in self.for_loops if (loop[1] | loop[3]) & words}
+        varying = {loop.node_id for loop in self.for_loops if loop.names() & words}
         walked = dict(first)
         return any(
             loop_id in varying and walked.get(loop_id, walked_now) != walked_now

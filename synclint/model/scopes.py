@@ -182,7 +182,7 @@ class _Builder:
 
         Only methods that name ``synchronize`` or a blocking read (:data:`slicing.WAIT_NAMES`) are
         run, of classes the file calls (``C(``), and :mod:`synclint.slicing` keeps such a class
-        when relevant code names it. A class whose ``__enter__`` returns something other than
+        when relevant code names it or calls one of those methods. A class whose ``__enter__`` returns something other than
         ``self`` is left out (``with C() as t`` would not bind an instance), and so are decorated
         methods and methods nothing but ``self`` calls (``.name(`` no more often than
         ``self.name(``). A node's code is not asked for: on the screen's mirror that would end the
