@@ -315,10 +315,13 @@ class ControlFlow:
         return _compares_setup(test, _configuration)
 
     def constant_switch(self, test: cst.BaseExpression) -> Optional[bool]:
-        """The value of an ``if`` test that is a local name every binding of which in the scope is
-        the same ``True`` or ``False`` (``side_stream = False`` ... ``if side_stream:``, a switch
-        edited by hand), or ``not`` such a name; None otherwise."""
+        """The value of an ``if`` test that is ``True`` or ``False`` written out, or a local name
+        every binding of which in the scope is the same ``True`` or ``False`` (``side_stream =
+        False`` ... ``if side_stream:``, a switch edited by hand), or ``not`` either; None
+        otherwise."""
         test, negated = _without_not(test)
+        if type(test) is cst.Name and test.value in ("True", "False"):
+            return (test.value == "True") != negated  # `if True:`, a block kept by hand
         if type(test) is not cst.Name or test.value not in self.bool_switches:
             return None
         values = self.local_bindings(test.value)
