@@ -448,14 +448,10 @@ class CallSemantics:
         used as one later; host memory when every tensor given was host memory."""
         evidence = any(s.tensor for s in storages)
         device = "cpu" if all(s.root.on_host for s in storages) else None
-        handed = self._handed_stream(node)
-        if handed is None or handed.key == self.state.current.key:
-            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>",
-                                  device=device, evidence=evidence, mark_arguments=False,
-                                  opaque=opaque)
         # `model.generate(ids, stream=self.side)`: the callee runs its kernels on the stream it
         # is handed, as `with torch.cuda.stream(stream):` inside it would.
-        saved, self.state.current = self.state.current, handed
+        saved = self.state.current
+        self.state.current = self._handed_stream(node) or saved
         try:
             return self.tensor_op(node, reads=storages, result_label=hint or "<expr>",
                                   device=device, evidence=evidence, mark_arguments=False,

@@ -23,7 +23,7 @@ from synclint.model import api
 from synclint.model.call_args import chooses_the_gpu, compares_a_written_device_to_cuda
 from synclint.model.bindings import Scope
 from synclint.model.context_managers import enter as enter_context_manager
-from synclint.model.resolver import dotted, is_self_attribute, target_names
+from synclint.model.resolver import dotted, is_self_attribute, target_names, tested_set
 from synclint.model.state import State, join, vc_join
 from synclint.model.timeline import OpKind
 from synclint.model.values import (
@@ -94,21 +94,7 @@ def _configuration(node: cst.BaseExpression) -> bool:
 def _optional_tested(stmt: cst.If) -> Optional[str]:
     """The name ``stmt`` tests for being set (``if s is not None:`` / ``if s:``), with no
     ``else``: the key of the stream it would be, or None."""
-    if stmt.orelse is not None:
-        return None
-    test = stmt.test
-    if type(test) is cst.Comparison:
-        if len(test.comparisons) != 1:
-            return None
-        comparison = test.comparisons[0]
-        if type(comparison.operator) is not cst.IsNot:
-            return None
-        if not (type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"):
-            return None
-        test = test.left
-    if type(test) not in (cst.Name, cst.Attribute):
-        return None
-    return dotted(test)
+    return tested_set(stmt.test) if stmt.orelse is None else None
 
 
 def _waits_in(body: cst.BaseSuite) -> list[Optional[str]]:
@@ -465,7 +451,6 @@ class ControlFlow:
         # `if torch.cuda.is_available(): ... else: <CPU fallback>`: the other arms run only where
         # there is no device, so no device work is pending on them (their clocks cover it all).
         without_device = self._device_present(stmt.test)
-        outer_switches = self.switches
         # `if self.use_streams and self.dev.type == "cuda": ... else: ...`: one switch's two sides.
         switch = (
             self._switch(stmt.test)
@@ -480,13 +465,10 @@ class ControlFlow:
                 self.guards.append(current.test)  # its text only if an `assert not` asks (costly)
                 if without_device and current is not stmt:
                     self._nothing_on_the_device()  # what was issued before: vacuous here too
-                if switch is not None:
-                    self.switches = outer_switches + (switch,)
                 try:
-                    self.suite(current.body)
+                    self._arm(current.body, switch)
                 finally:
                     self.guards.pop()
-                    self.switches = outer_switches
                 if without_device and current is not stmt:
                     self._nothing_on_the_device()
                 result = self.state if result is None else join(result, self.state)
@@ -496,12 +478,7 @@ class ControlFlow:
                 if without_device:
                     self._nothing_on_the_device()  # what was issued before: vacuous here too
                 if current is not None:
-                    if switch is not None:
-                        self.switches = outer_switches + ((switch[0], not switch[1]),)
-                    try:
-                        self.suite(current.body)
-                    finally:
-                        self.switches = outer_switches
+                    self._arm(current.body, switch and (switch[0], not switch[1]))
                 if without_device:
                     self._nothing_on_the_device()
                 result = join(result, self.state) if result is not None else self.state
@@ -633,7 +610,6 @@ class ControlFlow:
         # the other arms run where there is none (as after `if torch.cuda.is_available():`).
         without_device = arms[0][0] is not None and self._made_only_with_a_device(arms[0][0])
         switch, polarity = self._switch(arms[0][0])
-        outer_switches = self.switches
         for index, (test, body) in enumerate(arms):
             # Each test is evaluated where the tests before it failed; its arm starts there.
             if test is not None:
@@ -643,11 +619,7 @@ class ControlFlow:
             if without_device and index:
                 self._nothing_on_the_device()
             if body is not None:
-                self.switches = outer_switches + ((switch, polarity == (index == 0)),)
-                try:
-                    self.suite(body)
-                finally:
-                    self.switches = outer_switches
+                self._arm(body, (switch, polarity == (index == 0)))
             if without_device and index:
                 self._nothing_on_the_device()
             ends.append(self.state)
@@ -676,6 +648,19 @@ class ControlFlow:
                 ):
                     result.events[key] = event
         self.state = result
+
+    def _arm(self, body: cst.BaseSuite, side: Optional[tuple]) -> None:
+        """Walk one arm of an ``if``; ``side``: the switch and the side of it the arm is (see
+        ``Op.switches``), or None for a test that is no switch."""
+        if side is None:
+            self.suite(body)
+            return
+        outer = self.switches
+        self.switches = outer + (side,)
+        try:
+            self.suite(body)
+        finally:
+            self.switches = outer
 
     def _switch(self, test: cst.BaseExpression) -> tuple:
         """A switch's code without ``not`` (a name or attribute as written, without asking for the

@@ -19,7 +19,7 @@ import libcst as cst
 from synclint.cstwalk import source_order, walk
 from synclint.model import FunctionModel, Op, OpKind, api
 from synclint.model.call_args import chooses_the_gpu
-from synclint.model.resolver import dotted
+from synclint.model.resolver import dotted, tested_set
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
 #: Host synchronizations that wait for every stream: written as one, a helper that makes one,
@@ -99,15 +99,7 @@ def _set_test(test: cst.BaseExpression) -> set[str]:
     of ``a and b``."""
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return _set_test(test.left) | _set_test(test.right)
-    if (
-        type(test) is cst.Comparison
-        and len(test.comparisons) == 1
-        and type(test.comparisons[0].operator) is cst.IsNot
-        and type(test.comparisons[0].comparator) is cst.Name
-        and test.comparisons[0].comparator.value == "None"
-    ):
-        test = test.left
-    name = dotted(test) if type(test) in (cst.Name, cst.Attribute) else None
+    name = tested_set(test)
     return {name} if name is not None else set()
 
 

@@ -65,6 +65,23 @@ def is_self_attribute(node: cst.CSTNode) -> bool:
     return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"
 
 
+def tested_set(test: cst.BaseExpression) -> Optional[str]:
+    """The name or attribute a test asks to be set, dotted: ``s`` of ``s is not None`` or of
+    ``s``; None for any other test."""
+    if type(test) is cst.Comparison:
+        if len(test.comparisons) != 1:
+            return None
+        comparison = test.comparisons[0]
+        if not (
+            type(comparison.operator) is cst.IsNot
+            and type(comparison.comparator) is cst.Name
+            and comparison.comparator.value == "None"
+        ):
+            return None
+        test = test.left
+    return dotted(test) if type(test) in (cst.Name, cst.Attribute) else None
+
+
 def target_names(target: cst.BaseExpression) -> set:
     """The names a ``for`` target or an assignment's target binds (``i``, ``(k, v)``)."""
     if type(target) is cst.Name:

@@ -177,9 +177,7 @@ class HostTimerWithoutSync(Rule):
                         w for w in work
                         if not _timed_loop_synchronizes(ctx, function, w, start, end, parents)
                     ]
-                if not work or _inside_timed_events(function, start, end):
-                    continue
-                if all(_timed_by_events(function, w) for w in work):
+                if not work or _timed_on_the_device(function, start, end, work):
                     continue
                 reported.add(id(end.node))
                 yield self._report(ctx, start, end, work[0])
@@ -214,9 +212,7 @@ class HostTimerWithoutSync(Rule):
                 w for w in unseen_cuda_work(function, start.index, end, parents)
                 if not w.inlined and any(a is with_stmt.body for a in ancestors(ctx, w.node))
             ]
-            if not work or _inside_timed_events(function, start, end):
-                continue
-            if all(_timed_by_events(function, w) for w in work):
+            if not work or _timed_on_the_device(function, start, end, work):
                 continue
             reported.add(id(with_stmt))
             clock = end.clock or "the clock"
@@ -426,6 +422,14 @@ _LITERALS = (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)
 
 #: Ops that write a storage without device work: the caller's values at entry, host writes.
 _NOT_DEVICE_WORK = (OpKind.ENTRY, OpKind.HOST_WRITE)
+
+
+def _timed_on_the_device(function, start, end, work) -> bool:
+    """Do events time the interval, or all of its unsynchronized ``work``, on the device (so the
+    host delta measures the launch on purpose)?"""
+    return _inside_timed_events(function, start, end) or all(
+        _timed_by_events(function, w) for w in work
+    )
 
 
 def _inside_timed_events(function, start, end) -> bool:
