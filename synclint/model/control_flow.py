@@ -23,6 +23,7 @@ from synclint.model import api
 from synclint.model.call_args import chooses_the_gpu, compares_a_written_device_to_cuda
 from synclint.model.bindings import Scope
 from synclint.model.context_managers import enter as enter_context_manager
+from synclint.model.device_arms import nones_only_without_a_device
 from synclint.model.resolver import dotted, is_self_attribute, target_names, tested_set
 from synclint.model.state import State, join, vc_join
 from synclint.model.timeline import OpKind
@@ -537,12 +538,18 @@ class ControlFlow:
 
     def _set_only_with_a_device(self, name: str) -> bool:
         """Is every binding of the local ``name`` in the scope ``X if <a device is present> else
-        None`` (:meth:`_device_present`)? Asked only of a name that holds something now (not
-        ``None`` or a host value), so that most ``if x:`` tests walk no scope."""
+        None`` (:meth:`_device_present`), or the same attribute of the object, which is set only
+        with a device (``done = self.done``, :meth:`_made_only_with_a_device`)? Asked only of a
+        name that holds something now (not ``None`` or a host value), so that most ``if x:``
+        tests walk no scope."""
         held = self.state.env.get(name)
         if held is None or held is HOST:
             return False
-        return self._each_made_with_a_device(self.local_bindings(name))
+        values = self.local_bindings(name)
+        if values and all(is_self_attribute(v) for v in values):
+            attributes = {v.attr.value for v in values}
+            return len(attributes) == 1 and self._made_only_with_a_device(values[0])
+        return self._each_made_with_a_device(values)
 
     def _each_made_with_a_device(self, values: Optional[list]) -> bool:
         """Is every value ``X if <a device is present> else None``?"""
@@ -563,16 +570,28 @@ class ControlFlow:
             return True
         if type(test) is cst.Call:
             return self.resolver.qualify(test.func) in api.DEVICE_PRESENT
+        if type(test) is cst.BooleanOperation:
+            # Where `a and b` fails, one of them failed: each must fail only without a device.
+            # Where `a or b` fails, both failed: one of them failing so is enough.
+            parts = (self._device_present(test.left), self._device_present(test.right))
+            return all(parts) if type(test.operator) is cst.And else any(parts)
+        name = tested_set(test)
+        if name is not None and "." not in name:
+            return self._set_only_with_a_device(name)  # `if done:`, `done = self.done`
+        if type(test) is cst.Comparison and name is not None:
+            test = test.left  # `if self.stream is not None:`
         return self._made_only_with_a_device(test)
 
     def _made_only_with_a_device(self, test: cst.BaseExpression) -> bool:
         """``if self.stream:`` where ``__init__`` sets the attribute only to ``X if <a device is
-        present> else None`` (``torch.cuda.Stream() if checker.cudaAvailable else None``): where
-        it is None there is no device. Two such streams are then present or absent together,
-        which a join of the branches of the first ``if`` cannot say on its own."""
-        if not (
-            type(test) is cst.Attribute and type(test.value) is cst.Name and test.value.value == "self"
-        ):
+        present> else None`` (``torch.cuda.Stream() if checker.cudaAvailable else None``), or to
+        a stream or event it makes and to ``None`` only in the arms of its tests that run without
+        a device (``if self.device.type == "cuda": self.done = torch.cuda.Event() else:
+        self.done = None``, :func:`~synclint.model.device_arms.nones_only_without_a_device`): where
+        it is None there is no device. (A stream or an event is never false.) Two such streams
+        are then present or absent together, which a join of the branches of the first ``if``
+        cannot say on its own."""
+        if not is_self_attribute(test):
             return False
         key = f"self.{test.attr.value}"
         held = self.state.env.get(key)
@@ -583,9 +602,30 @@ class ControlFlow:
             return False
         if self._init_scope is None or self._init_scope.node is not init:
             self._init_scope = Scope(init, "self")
-        return self._each_made_with_a_device(self._init_scope.bindings.get(key))
+            self._init_nones = nones_only_without_a_device(init, self._device_chosen)
+        values = self._init_scope.bindings.get(key)
+        if not values:
+            return False
+        made = [v for v in values if not (type(v) is cst.Name and v.value == "None")]
+        if len(made) < len(values) and not self._init_nones.get(key, False):
+            return False
+        if all(type(v) is cst.Call for v in made):
+            held_values = held.values if isinstance(held, Alternatives) else (held,)
+            return all(
+                v is HOST or (type(v) in (StreamValue, EventValue) and v.origin in ("created", "default"))
+                for v in held_values
+            )
+        return len(made) == len(values) and self._each_made_with_a_device(made)
+
+    def _device_chosen(self, test: cst.BaseExpression) -> bool:
+        """:meth:`_device_present` for a test of ``__init__``, without the names of the method
+        interpreted now."""
+        if type(test) is cst.Call:
+            return self.resolver.qualify(test.func) in api.DEVICE_PRESENT
+        return chooses_the_gpu(test)
 
     _init_scope: Optional[Scope] = None
+    _init_nones: dict = {}
 
     def _flag_arms(self, stmt: cst.If) -> Optional[list]:
         """The arms of an ``if``/``elif``/``else`` whose every test is a configuration switch
