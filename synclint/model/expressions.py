@@ -1101,10 +1101,13 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         generator's case, :meth:`Interpreter.hand_off`). Not in a walk inlined at a call site:
         calling a generator runs none of its body there."""
         value = self.ev(node.value) if isinstance(node.value, cst.BaseExpression) else None
-        for storage in storages_of(value):
-            if not self.i.inline_stack:
+        items = self.i.items_handed_with(node.value)
+        for storage in storages_of(value) + items:
+            if not self.i.inline_stack and storage not in items:
                 self.i.hand_off(storage, node)
             storage.escapes = True
+        if not self.i.inline_stack:
+            self.i.hand_off_items(items, node)
         return None
 
     def ex_NamedExpr(self, node: cst.NamedExpr):

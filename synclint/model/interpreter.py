@@ -780,27 +780,17 @@ class Interpreter(ControlFlow):
         self.exprs.stored_node = stmt.value
         value = self.exprs.ev(stmt.value) if stmt.value is not None else None
         returned = storages_of(value)
-        items: list[Storage] = []
-        if type(stmt.value) is cst.Name and stmt.value.value in self._stored_items:
-            # `out[k] = v.to("cuda", non_blocking=True)` on a side stream, then `return out`:
-            # the dict's items are handed to the caller with it.
-            env = self.state.env
-            items = [
-                s for key in sorted(self._stored_items[stmt.value.value]) for s in storages_of(env.get(key))
-            ]
-            returned = returned + items
+        items = self.items_handed_with(stmt.value)
+        returned = returned + items
         self.returned_storages.extend(returned)
         # A `Work` returned is the caller's to wait on (`return work, output`), as one an unknown
         # callee took: its collective is not left open for the class's other methods.
         self.handed_work.update(id(work.node) for work in _works_in(value))
-        # The items are reached by a loop the model does not follow element by element (`for v
-        # in batch.values(): v.record_stream(...)`): a function that records streams at all is
-        # taken to record theirs.
-        records = items and any(op.kind == OpKind.RECORD_STREAM for op in self.model.ops)
         for storage in returned:
-            if not (records and storage in items):
+            if storage not in items:
                 self.hand_off(storage, stmt)
             storage.escapes = True
+        self.hand_off_items(items, stmt)
         if isinstance(value, StreamValue):
             value.escapes = True
             if value.key == self.state.current.key:
@@ -844,6 +834,36 @@ class Interpreter(ControlFlow):
             text = self._guard_code[test] = self.model_code(test)
         return text
 
+    def _made_after_the_callers_work(self, op: Op) -> bool:
+        """Was ``op`` (on a side stream) ordered after work of the caller's stream: by a wait of
+        its stream, or, in a loop, by a host synchronization the loop makes each pass (which
+        also orders the next pass's reuse after what the consumer did with the last one)? Not by
+        a synchronization before the loop (a blocking upload of constants), which happens once."""
+        seen = op.vc.get(self.entry.key, 0)
+        if seen == 0:
+            return False
+        if seen > op.host_vc.get(self.entry.key, 0) or not self.loop_starts:
+            return True
+        return any(o.kind == OpKind.HOST_SYNC for o in self.model.ops[self.loop_starts[0]:])
+
+    def items_handed_with(self, value: Optional[cst.BaseExpression]) -> list[Storage]:
+        """``out[k] = v.to("cuda", non_blocking=True)`` on a side stream, then ``return out`` or
+        ``yield out``: the tensors stored in the local container's items are handed over with it."""
+        if type(value) is not cst.Name or value.value not in self._stored_items:
+            return []
+        env = self.state.env
+        return [s for key in sorted(self._stored_items[value.value]) for s in storages_of(env.get(key))]
+
+    def hand_off_items(self, items: list[Storage], node: cst.CSTNode) -> None:
+        """:meth:`hand_off` the items of a container returned or yielded. They are reached by a
+        loop the model does not follow element by element (``for v in batch.values():
+        v.record_stream(...)``): a function that records streams at all is taken to record
+        theirs."""
+        if any(op.kind == OpKind.RECORD_STREAM for op in self.model.ops):
+            return
+        for storage in items:
+            self.hand_off(storage, node)
+
     def hand_off(self, storage: Storage, node: cst.CSTNode) -> None:
         """A tensor allocated on a side stream is returned to a caller on the entry stream.
 
@@ -863,7 +883,7 @@ class Interpreter(ControlFlow):
         entry_vc = self.state.stream_vc(self.entry.key)
         if not all(entry_vc.get(alloc.key, 0) >= w.op.seq for w in writes):
             return  # not handed over: an unordered use would be SYN101's business
-        if any(w.op.vc.get(self.entry.key, 0) > 0 for w in writes):
+        if any(self._made_after_the_callers_work(w.op) for w in writes):
             # The side stream waited for the caller's stream before making it: code that makes
             # the side stream wait for the main stream before each use orders the reuse too.
             return
@@ -893,6 +913,8 @@ class Interpreter(ControlFlow):
             source = getattr(stmt, "value", None)
             if type(source) is cst.Attribute:
                 self.alias_items(target.value, source)
+            elif type(source) is cst.Name and source.value in self._stored_items:
+                self.alias_local_items(target.value, source.value)
             call = getattr(stmt, "value", None)
             if type(call) is cst.Call and (
                 value is None or isinstance(value, Storage) and value.alloc_node is call
@@ -1014,6 +1036,9 @@ class Interpreter(ControlFlow):
         env = self.state.env
         old = env.get(exact) if exact == any_key else None
         env[exact] = value if old is None else alternatives(old, value)
+        for storage in storages_of(value):
+            if storage.root.label == "<expr>" and exact != any_key:
+                storage.root.label = exact  # `batch["img"] = x.cuda().float()`: named by its item
         self._stored_items.setdefault(target.value.value, set()).add(exact)
 
     def alias_items(self, name: str, source: cst.BaseExpression) -> None:
@@ -1030,6 +1055,18 @@ class Interpreter(ControlFlow):
         key = any_item_key(name)
         self.state.env[key] = items
         self._stored_items.setdefault(name, set()).add(key)
+
+    def alias_local_items(self, name: str, source: str) -> None:
+        """``prev = batch``: the tensors stored in ``batch``'s items (``batch["img"] = ...``) are
+        ``prev``'s too, and stay so when the loop binds ``batch`` to its next element (the
+        prefetching generator that yields the previous batch)."""
+        env, keys = self.state.env, self._stored_items.setdefault(name, set())
+        for key in self._stored_items.get(source, ()):
+            value = env.get(key)
+            if value is not None:
+                alias = name + key[len(source):]
+                env[alias] = value
+                keys.add(alias)
 
     def arguments_kept(self, value) -> None:
         """``value`` is stored where it outlives this call (an attribute, a container). If an
