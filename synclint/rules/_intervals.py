@@ -18,6 +18,7 @@ import libcst as cst
 
 from synclint.cstwalk import walk
 from synclint.model.resolver import dotted
+from synclint.rules._liveness import live_after_each
 
 #: Words in a delta's destination that say it measures submitting the work, not the work.
 _SUBMISSION = re.compile(r"submit|launch|enqueue", re.IGNORECASE)
@@ -95,7 +96,11 @@ def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, st
         # arrival kept in its slot (RWKV-Infer's scheduler): they start intervals and end none.
         return [], None
     bound = bound_key(end.node, parents)
-    if subtractions.only_subtracted(bound) or subtractions.never_read(bound):
+    if (
+        subtractions.only_subtracted(bound)
+        or subtractions.never_read(bound)
+        or subtractions.dead_binding(end.node, bound, parents)
+    ):
         return [], None
     since = subtrahend(end.node, bound, parents, subtractions)
     if since is not None:
@@ -187,7 +192,29 @@ class Subtractions(cst.CSTVisitor):
     def of(cls, scope: cst.CSTNode) -> "Subtractions":
         found = cls()
         walk(scope, found)
+        found.scope = scope
         return found
+
+    scope: cst.CSTNode | None = None
+    _liveness: dict | None = None
+
+    def dead_binding(self, clock: cst.CSTNode, name: str | None, parents) -> bool:
+        """Is the reading at ``clock`` bound to a local ``name`` that is bound again before anything
+        reads it (a warm-up loop's ``t1 = time.time()``, where the timed loop rebinds ``t1`` before
+        ``t1 - t0``)? :mod:`synclint.rules._liveness` answers per binding."""
+        if name is None or "." in name or self.scope is None:
+            return False
+        assign = parents.get(clock)
+        if type(assign) is cst.IfExp:
+            assign = parents.get(assign)
+        if type(assign) is not cst.Assign:
+            return False
+        if self._liveness is None:
+            self._liveness = {}
+        if name not in self._liveness:
+            self._liveness[name] = live_after_each(self.scope, name)
+        live = self._liveness[name]
+        return live is not None and live.get(id(assign)) is False
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if type(node.operator) is cst.Subtract:
