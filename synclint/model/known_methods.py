@@ -225,7 +225,10 @@ class KnownValueMethods:
         if method == "copy_":
             return self.copy_into(node, storages)
         if method in api.TRANSFER_METHODS:
-            return self.transfer(node, storages, method, hint)
+            result = self.transfer(node, storages, method, hint)
+            if method == "bool" and isinstance(result, Storage) and not any(result is s for s in storages):
+                result.mask = True  # `m = batch["train_mask"].bool()`, then `y_hat[m]`
+            return result
         if method == "wait" or method == "synchronize":
             self.args(node)
             return None
