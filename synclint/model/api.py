@@ -20,6 +20,10 @@ GRAPH_CONTEXTS = {"torch.cuda.graph"}
 #: Graph objects that are their own capture context (``g = torch.accelerator.Graph()``, then
 #: ``with g:``); entering one synchronizes the device first.
 GRAPH_OBJECTS = {"torch.cuda.Graph"}
+#: CUDA graphs captured with ``torch.cuda.graph(g)``: ``g.replay()`` launches the graph's kernels on
+#: the current stream and returns at once.
+CUDA_GRAPHS = {"torch.cuda.CUDAGraph"}
+GRAPH_REPLAY = "torch.cuda.CUDAGraph.replay"
 #: Stream/Event constructor keywords PyTorch accepts (SYN501 reports others).
 STREAM_KEYWORDS = {"device", "priority", "stream_id", "device_index", "device_type", "stream_ptr"}
 EVENT_KEYWORDS = {"enable_timing", "blocking", "interprocess", "external", "device"}

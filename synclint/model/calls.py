@@ -29,9 +29,11 @@ from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
 from synclint.model.values import (
     CLOCK,
+    CUDA_GRAPH,
     GRAPH,
     HOST,
     Alternatives,
+    CudaGraphValue,
     EventValue,
     ModuleRef,
     Storage,
@@ -124,6 +126,12 @@ class CallSemantics:
                 return self.event_method(node, receiver, method)
             if isinstance(receiver, WorkValue):
                 return self.work_method(node, receiver, method)
+            if isinstance(receiver, CudaGraphValue) and method == "replay":
+                # The captured kernels, on the current stream: device work the host does not wait
+                # for (their tensors are the graph's, not named here).
+                self.args(node)
+                self.i.emit(OpKind.ACCESS, node, qualname=api.GRAPH_REPLAY)
+                return None
             if isinstance(receiver, Alternatives) and any(isinstance(v, WorkValue) for v in receiver.values):
                 # `handle` is a Work on some paths: waiting on it waits for those (precision first).
                 result = None
@@ -255,6 +263,9 @@ class CallSemantics:
         if name in api.GRAPH_OBJECTS:
             self.args(node)
             return GRAPH
+        if name in api.CUDA_GRAPHS:
+            self.args(node)
+            return CUDA_GRAPH
         if name == api.BARRIER and self.barrier(node):
             return HOST
         if name in api.TENSOR_FACTORIES or name in api.LIKE_FACTORIES:

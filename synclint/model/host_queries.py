@@ -34,7 +34,7 @@ def is_cuda_work(op: Op) -> bool:
     counted, so host clocks around code that may be pure CPU stay quiet."""
     if op.kind not in DEVICE_WORK or not op.seq:
         return False
-    if op.kind == OpKind.COLLECTIVE:
+    if op.kind == OpKind.COLLECTIVE or op.qualname == api.GRAPH_REPLAY:
         return True
     if op.stream.origin in ("created", "attribute", "external") and not op.stream.is_default:
         return True

@@ -225,6 +225,19 @@ class GraphValue(HostValue):
 GRAPH = GraphValue()
 
 
+class CudaGraphValue(HostValue):
+    """A ``torch.cuda.CUDAGraph()``: captured by ``with torch.cuda.graph(g):``, run by
+    ``g.replay()``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<cuda graph>"
+
+
+CUDA_GRAPH = CudaGraphValue()
+
+
 @dataclass(eq=False)
 class Alternatives:
     """A name bound to different values on different paths (after an ``if``)."""
