@@ -543,13 +543,18 @@ class ControlFlow:
         name that holds something now (not ``None`` or a host value), so that most ``if x:``
         tests walk no scope."""
         held = self.state.env.get(name)
-        if held is None or held is HOST:
-            return False
+        if held is None or held is HOST or name in self._names_asked:
+            return False  # (`t = Stream() if t else None`: asked again while asked)
         values = self.local_bindings(name)
         if values and all(is_self_attribute(v) for v in values):
             attributes = {v.attr.value for v in values}
             return len(attributes) == 1 and self._made_only_with_a_device(values[0])
-        return self._each_made_with_a_device(values)
+        outer = self._names_asked
+        self._names_asked = outer | {name}
+        try:
+            return self._each_made_with_a_device(values)
+        finally:
+            self._names_asked = outer
 
     def _each_made_with_a_device(self, values: Optional[list]) -> bool:
         """Is every value ``X if <a device is present> else None``?"""
@@ -626,6 +631,9 @@ class ControlFlow:
 
     _init_scope: Optional[Scope] = None
     _init_nones: dict = {}
+    #: The local names :meth:`_set_only_with_a_device` is being asked about (a binding's test may
+    #: test the name itself).
+    _names_asked: frozenset = frozenset()
 
     def _flag_arms(self, stmt: cst.If) -> Optional[list]:
         """The arms of an ``if``/``elif``/``else`` whose every test is a configuration switch
