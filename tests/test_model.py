@@ -667,3 +667,23 @@ def test_a_stream_chosen_by_configuration_is_the_side_stream_where_it_waited():
     assert waited.hazards == []
     unwaited = model_of(source.replace("WAIT", "pass"), "f")
     assert [(h.first.storage.label, h.second.op.stream.key) for h in unwaited.hazards] == [("y", "side@1")]
+
+
+def test_no_fixture_is_too_deep_to_model():
+    """A scope whose walk recursed without end is dropped as too deep (``FunctionModel.truncated``),
+    which hides its findings: no fixture is that deep, so a truncated one is a model bug (a test
+    that asks itself, as ``t = torch.cuda.Stream() if t else None`` once did)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    truncated = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError:
+            continue  # SYN001's fixtures
+        for function in build_module_model(module, source=text).functions:
+            if function.truncated:
+                truncated.append(f"{path.relative_to(root)}: {function.name}")
+    assert truncated == []
