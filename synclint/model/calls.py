@@ -861,6 +861,13 @@ class CallSemantics:
             self.tensor_op(node, reads=[s for s in storages if s not in out_storages], writes=out_storages)
             return out_storages[0]
         short = name.rsplit(".", 1)[-1]
+        if short.startswith("_foreach_") and short.endswith("_") and node.args and values:
+            # `torch._foreach_add_(ema, params, alpha=0.01)`: writes the tensors of the list it is
+            # given first (each one in place), reads those of the others.
+            written = storages_of(values[0])
+            if written:
+                self.tensor_op(node, reads=[s for s in storages if s not in written], writes=written)
+                return None
         if short in api.SIZE_FROM_DATA or (short == "where" and len(node.args) == 1 and not node.args[0].star):
             # Its argument is a tensor, wherever it was made: as for `.item()` on a value of
             # unknown kind, the host waits for the current stream.
