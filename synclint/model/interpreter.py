@@ -22,6 +22,7 @@ from typing import Callable, Container, Iterable, Optional
 
 import libcst as cst
 
+from synclint.cstwalk import walk
 from synclint.model import api
 from synclint.model.bindings import Scope
 from synclint.model.call_args import (
@@ -70,6 +71,48 @@ _DISPLAYS = (cst.Tuple, cst.List)
 
 #: Identifiers in a slice's text.
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+#: Calls by which a class orders its streams, or leaves the order to its callers' protocol (an
+#: event it records, a wait method of its own).
+_ORDERING_CALLS = frozenset({"wait_stream", "wait_event", "synchronize", "record_event", "record", "query", "wait"})
+#: ... of which the method that returns the tensor may make these: the order it makes there is
+#: the class's own, made before the return (the prefetcher's `next()` waiting, then preloading).
+_OWN_ORDERING_CALLS = frozenset({"wait_stream"})
+
+
+def _names_kept_values(value: Optional[cst.BaseExpression]) -> bool:
+    """``return batch``, ``return self.x, self.y``: names or attributes, what a prefetcher keeps and
+    hands out; not a value computed in the ``return`` itself (``return x.to(device)``)."""
+    if type(value) is cst.Tuple:
+        return bool(value.elements) and all(_names_kept_values(e.value) for e in value.elements)
+    return type(value) in (cst.Name, cst.Attribute)
+
+
+def _orders_streams(methods: dict, returning: cst.CSTNode) -> bool:
+    """Does a class leave the order of its streams to its callers: a call of
+    :data:`_ORDERING_CALLS` in any of its ``methods`` other than the ``returning`` one, or of any
+    but :data:`_OWN_ORDERING_CALLS` in that one? (Asked only where a method returns a tensor a
+    stream of its object wrote unordered: rarely.)"""
+    for method in methods.values():
+        names = _ORDERING_CALLS - _OWN_ORDERING_CALLS if method is returning else _ORDERING_CALLS
+        finder = _CallNamed(names)
+        walk(method, finder)
+        if finder.found:
+            return True
+    return False
+
+
+class _CallNamed(cst.CSTVisitor):
+    def __init__(self, names: frozenset) -> None:
+        self.names = names
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
+        if name in self.names:
+            self.found = True
 
 
 def _works_in(value) -> list[WorkValue]:
@@ -786,9 +829,12 @@ class Interpreter(ControlFlow):
         # A `Work` returned is the caller's to wait on (`return work, output`), as one an unknown
         # callee took: its collective is not left open for the class's other methods.
         self.handed_work.update(id(work.node) for work in _works_in(value))
+        kept = _names_kept_values(stmt.value)
         for storage in returned:
             if storage not in items:
                 self.hand_off(storage, stmt)
+                if kept:
+                    self.returned_unordered(storage, stmt)
             storage.escapes = True
         self.hand_off_items(items, stmt)
         if isinstance(value, StreamValue):
@@ -863,6 +909,39 @@ class Interpreter(ControlFlow):
             return
         for storage in items:
             self.hand_off(storage, node)
+
+    def returned_unordered(self, storage: Storage, node: cst.CSTNode) -> None:
+        """A method returns a tensor that a stream of its object copied, and nothing has made the
+        caller's stream wait for that copy (the apex prefetcher without its ``wait_stream``:
+        ``x = self.next_input; self.preload(); return x``). The caller uses it on its stream: a
+        read there, at the ``return``, unordered after the write (:meth:`access` says whether).
+
+        Only in a class none of whose other methods orders streams (no wait, record,
+        synchronization or query written in them; the returning method may make the caller's
+        stream wait, too early): a class that does leaves the order to a protocol of its own
+        (a wait method, an event for its callers), and a function handed its stream leaves it
+        to its caller."""
+        root = storage.root
+        if self.inline_stack or not self.class_methods or root.device == "cpu":
+            return
+        entry_vc = self.state.stream_vc(self.entry.key)
+        writes = [
+            a for a in self.state.history.get(root.id, ())
+            if a.mode == "write"
+            # A non-blocking upload or copy: what a prefetcher hands out. (A blocking one from the
+            # host has finished when it returns; one of a tensor already there copies nothing.)
+            and a.op.site.copy is not None
+            and a.op.site.copy.non_blocking
+            and a.stream.origin in ("attribute", "created")
+            and a.stream.distinct_from(self.entry)
+            and not ordered(a.op, entry_vc, self.entry)
+        ]
+        if not writes or any(h.storage is root for h in self.model.hazards):
+            return  # (already read unordered here: one finding says it)
+        if _orders_streams(self.class_methods, self.model.node):
+            return
+        op = self.emit(OpKind.RELEASE, node, stream=self.entry, reads=(root,), note="returned")
+        self.access(op, root, "read")
 
     def hand_off(self, storage: Storage, node: cst.CSTNode) -> None:
         """A tensor allocated on a side stream is returned to a caller on the entry stream.

@@ -126,7 +126,11 @@ class UnorderedCrossStreamAccess(Rule):
                 subject = " and ".join(parts)
             subject += f" on {hazard.first.stream.label} ({where} {', '.join(map(str, lines))})"
         modes = {h.second.mode for h in hazards}
-        if len(modes) == 1:
+        if second.op.kind == OpKind.RELEASE:
+            # `return self.next_input`: the caller reads it (`Interpreter.returned_unordered`).
+            them = "it" if len(names) == 1 else "them"
+            used = f"returned at line {line} to a caller that uses {them} on {second.stream.label}"
+        elif len(modes) == 1:
             used = f"{describe_access(modes.pop())} on {second.stream.label} (line {line})"
         else:
             by_mode = {
