@@ -24,6 +24,7 @@ from synclint.model.call_args import chooses_the_gpu, compares_a_written_device_
 from synclint.model.bindings import Scope
 from synclint.model.context_managers import enter as enter_context_manager
 from synclint.model.device_arms import nones_only_without_a_device
+from synclint.model.switch_split import assumed_value
 from synclint.model.resolver import dotted, is_self_attribute, target_names, tested_set
 from synclint.model.state import State, join, vc_join
 from synclint.model.timeline import OpKind
@@ -400,7 +401,9 @@ class ControlFlow:
     def st_If(self, stmt: cst.If) -> None:
         """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
         Each ``elif`` test is evaluated on the path where the earlier tests failed."""
-        switch = self.constant_switch(stmt.test)
+        switch = assumed_value(stmt.test, self.assumed) if self.assumed else None
+        if switch is None:
+            switch = self.constant_switch(stmt.test)
         if switch is None:
             switch = self.tensor_type_test(stmt.test)
         if switch is None and self.counted_loops:
@@ -629,6 +632,9 @@ class ControlFlow:
             return self.resolver.qualify(test.func) in api.DEVICE_PRESENT
         return chooses_the_gpu(test)
 
+    #: The value a test of a parameter is assumed to have in this walk (``switch_split``):
+    #: predicate -> bool. Empty in a function's ordinary walk.
+    assumed: dict = {}
     _init_scope: Optional[Scope] = None
     _init_nones: dict = {}
     #: The local names :meth:`_set_only_with_a_device` is being asked about (a binding's test may

@@ -24,6 +24,7 @@ from synclint.model.context_managers import is_context_manager
 from synclint.model.interpreter import FunctionSummary, Interpreter
 from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
 from synclint.model.state import EventState
+from synclint.model.switch_split import split_predicate
 from synclint.model.timeline import Access, FunctionModel, ModuleModel, OpKind
 from synclint.model.values import (
     Alternatives,
@@ -234,7 +235,16 @@ class _Builder:
             interp = self.interpreter(model, counters if counters is not None else {}, attributes)
             _guarded(model, lambda: body(interp))
         interp.finish()
-        self.result.functions.append(model)
+
+        def again(assumed: dict) -> Interpreter:
+            twin = FunctionModel(model.name, model.node, class_name=model.class_name)
+            run = self.interpreter(twin, counters if counters is not None else {}, attributes)
+            run.assumed = assumed
+            _guarded(twin, lambda: body(run))
+            run.finish()
+            return run
+
+        self.result.functions.extend(run.model for run in _split(interp, again))
         for nested in interp.nested:
             self.run_function(nested, name=f"{model.name}.{nested.name.value}")
         return interp
@@ -332,20 +342,31 @@ class _Builder:
             )
         )
         for method in others:
+            # Nothing new for a second round to start from when settled: it would repeat the first.
+            seed = init_exports if settled else combined
             if settled:
-                # Nothing new for a second round to start from: it would repeat the first.
                 interp = first_round[method.name.value]
-                self.record(interp)
             else:
-                interp = self.method(cls, method, counters, attributes, combined, record=True)
-            if method.name.value in called:
-                # Called from the class too: its parameters, and what other methods left open, are
-                # judged at those call sites, where they are bound to the caller's values and
-                # streams (and its waits).
-                interp.model.hazards = [
-                    h for h in interp.model.hazards
-                    if not (_parameter_entry(h.first.op) or _other_method_entry(h.first.op))
-                ]
+                interp = self.method(cls, method, counters, attributes, combined, record=False, returns=True)
+            runs = _split(
+                interp,
+                lambda assumed, method=method, seed=seed: self.method(
+                    cls, method, counters, attributes, seed, record=False, assumed=assumed,
+                    returns=not settled,
+                ),
+            )
+            for run in runs:
+                self.result.functions.append(run.model)
+                if method.name.value in called:
+                    # Called from the class too: its parameters, and what other methods left
+                    # open, are judged at those call sites, where they are bound to the caller's
+                    # values and streams (and its waits).
+                    run.model.hazards = [
+                        h for h in run.model.hazards
+                        if not (_parameter_entry(h.first.op) or _other_method_entry(h.first.op))
+                    ]
+            for nested in interp.nested:
+                self.run_function(nested, name=f"{interp.model.name}.{nested.name.value}")
 
     _returns: dict = {}
     _methods: dict = {}
@@ -364,13 +385,21 @@ class _Builder:
                     out[name] = stream
         return out
 
-    def method(self, cls, node, counters, attributes, exports: "Optional[_Exports]" = None, record=True):
+    def method(
+        self, cls, node, counters, attributes, exports: "Optional[_Exports]" = None, record=True,
+        assumed: Optional[dict] = None, returns: Optional[bool] = None,
+    ):
+        """Walk a method. ``record``: add its model to the module's; ``returns``: let it see
+        through the class's helpers that return a tensor made on an attribute stream (as
+        ``record`` by default: the second round's walks); ``assumed``: see ``switch_split``."""
         name = f"{cls.name.value}.{node.name.value}"
         model = FunctionModel(name, node, class_name=cls.name.value)
         interp = self.interpreter(model, counters, dict(attributes))
+        if assumed:
+            interp.assumed = assumed
         interp.class_methods = self._methods
         interp.assigned_attributes = self._assigned
-        if record:
+        if record if returns is None else returns:
             interp.method_returns = dict(self._returns)
         if exports is not None:
             exports.seed(interp)
@@ -488,6 +517,19 @@ def _facts(summary: Optional[FunctionSummary]) -> Optional[tuple[bool, ...]]:
         summary.returns_device_tensor,
         summary.waits_last,
     )
+
+
+def _split(interp: Interpreter, again: Callable[[dict], Interpreter]) -> list[Interpreter]:
+    """The walks whose models stand for a function: its one walk, or, where that walk found a
+    stream hazard and the function tests a parameter twice (:mod:`~synclint.model.switch_split`),
+    a walk with the test assumed true and one with it assumed false (``again``)."""
+    model = interp.model
+    if not (model.hazards or model.lifetime_hazards) or type(model.node) is not cst.FunctionDef:
+        return [interp]
+    key = split_predicate(model.node)
+    if key is None:
+        return [interp]
+    return [again({key: True}), again({key: False})]
 
 
 def _guarded(model: FunctionModel, run) -> None:
