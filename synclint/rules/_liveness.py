@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from synclint.cstwalk import walk
+from synclint.model.bindings import Scope
 from synclint.model.resolver import target_names
 
 
@@ -152,14 +153,18 @@ class _NameFinder(cst.CSTVisitor):
 
 
 def _shared(scope: cst.CSTNode, name: str) -> bool:
-    """Does a function, lambda or class nested in ``scope`` name ``name``, or does the scope
-    declare it ``global`` or ``nonlocal``?"""
-    finder = _SharedFinder(name, scope)
+    """Does a function, lambda or class nested in ``scope`` name ``name``, or does the scope (or
+    one nested in it) declare it ``global`` or ``nonlocal`` (:attr:`Scope.shared`)?"""
+    if name in Scope(scope).shared:
+        return True
+    finder = _NestedReader(name, scope)
     walk(scope, finder)
     return finder.found
 
 
-class _SharedFinder(cst.CSTVisitor):
+class _NestedReader(cst.CSTVisitor):
+    """Is ``name`` named inside a function, lambda or class nested in ``scope``?"""
+
     def __init__(self, name: str, scope: cst.CSTNode) -> None:
         self.name = name
         self.scope = scope
@@ -174,32 +179,9 @@ class _SharedFinder(cst.CSTVisitor):
         if node is not self.scope:
             self.depth -= 1
 
-    def visit_FunctionDef(self, node) -> None:
-        self._enter(node)
-
-    def leave_FunctionDef(self, node) -> None:
-        self._leave(node)
-
-    def visit_Lambda(self, node) -> None:
-        self._enter(node)
-
-    def leave_Lambda(self, node) -> None:
-        self._leave(node)
-
-    def visit_ClassDef(self, node) -> None:
-        self._enter(node)
-
-    def leave_ClassDef(self, node) -> None:
-        self._leave(node)
+    visit_FunctionDef = visit_Lambda = visit_ClassDef = _enter
+    leave_FunctionDef = leave_Lambda = leave_ClassDef = _leave
 
     def visit_Name(self, node: cst.Name) -> None:
         if self.depth and node.value == self.name:
-            self.found = True
-
-    def visit_Global(self, node: cst.Global) -> None:
-        if any(n.name.value == self.name for n in node.names):
-            self.found = True
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        if any(n.name.value == self.name for n in node.names):
             self.found = True
