@@ -113,6 +113,18 @@ def _a_size(node: cst.BaseExpression) -> bool:
     return type(node) is cst.Attribute and node.attr.value == "shape"
 
 
+def _computed_from_the_device(storage: Storage) -> bool:
+    """Is ``storage`` the result of a call of unknown kind (neither a tensor op nor a method of
+    one) that read device tensors (``pgd_attack(model, x)`` with ``x`` uploaded)?"""
+    made_by = storage.alloc_op
+    return (
+        made_by is not None
+        and made_by.kind == OpKind.ACCESS
+        and made_by.qualname is None
+        and any(r.root.device == "cuda" for r in made_by.reads)
+    )
+
+
 def any_item_key(container: str) -> str:
     """Where items stored in ``container`` at an index not written out are remembered (``d[*]``,
     ``self.batch[*]``)."""
@@ -336,7 +348,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         """An unknown function of ``value`` (tuple unpacking of an unknown call's result)."""
         if storages_of(value):
             # Where it was allocated is unknown (the callee may return something it was given).
-            return self.i.new_storage(label, node, alloc_stream=None, tensor=False)
+            part = self.i.new_storage(label, node, alloc_stream=None, tensor=False)
+            part.from_device = any(_computed_from_the_device(s) for s in storages_of(value))
+            return part
         return None
 
     def materialize(self, node: cst.BaseExpression) -> Storage:
@@ -510,7 +524,12 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         self._tested(node, self.ev(node))
 
     def _tested(self, node: cst.BaseExpression, value) -> None:
-        storages = [s for s in storages_of(value) if s.tensor]  # `if reset:` on a flag is not a read
+        # `if reset:` on a flag is not a read; `if found:` on what a call handed device tensors
+        # returned is (a tensor, or a number the call read from one: the host waited for it).
+        storages = [
+            s for s in storages_of(value)
+            if s.tensor or s.from_device or _computed_from_the_device(s)
+        ]
         if storages:
             self.blocking_read(node, storages)
 

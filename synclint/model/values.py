@@ -110,6 +110,9 @@ class Storage:
     #: The result of a comparison (``mask = x > 0``): indexing with it selects as many elements as
     #: it holds true, a size the host reads from the device.
     mask: bool = False
+    #: A part of what a call handed device tensors returned (``found, adv = attack(model, x)``):
+    #: a flag the host tests (``if found:``) was computed from the device's results.
+    from_device: bool = False
     #: For a static slice of another tensor (``buf[:, :n]``): the tensor it views and the slice's
     #: text. Accesses are recorded on the base; two different static slices are taken as disjoint
     #: (halo exchanges and bucket views write separate slices from separate streams).
