@@ -25,7 +25,7 @@ from synclint.model.bindings import Scope
 from synclint.model.context_managers import enter as enter_context_manager
 from synclint.model.device_arms import nones_only_without_a_device
 from synclint.model.switch_split import assumed_value
-from synclint.model.resolver import dotted, is_self_attribute, target_names, tested_set
+from synclint.model.resolver import dotted, is_self_attribute, target_names, tested_set, without_not
 from synclint.model.state import State, join, vc_join
 from synclint.model.timeline import OpKind
 from synclint.model.values import (
@@ -39,14 +39,6 @@ from synclint.model.values import (
     holds,
     holds_work,
 )
-
-
-def _without_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
-    """``test`` stripped of its ``not``s, and whether there was an odd number of them."""
-    negated = False
-    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        test, negated = test.expression, not negated
-    return test, negated
 
 
 class ForLoop:
@@ -297,7 +289,7 @@ class ControlFlow:
         sides of one switch (``Op.switches``: never paired as a race, nor a tensor made under one
         and used under the other); waits under it are joined as under any test (a
         synchronization under ``if self.enable_timing and ...:`` does not happen by default)."""
-        test, _ = _without_not(test)
+        test, _ = without_not(test)
         if type(test) is cst.BooleanOperation:
             return self.configuration_test(test.left) and self.configuration_test(test.right)
         return _compares_setup(test, _configuration)
@@ -307,7 +299,7 @@ class ControlFlow:
         every binding of which in the scope is the same ``True`` or ``False`` (``side_stream =
         False`` ... ``if side_stream:``, a switch edited by hand), or ``not`` either; None
         otherwise."""
-        test, negated = _without_not(test)
+        test, negated = without_not(test)
         if type(test) is cst.Name and test.value in ("True", "False"):
             return (test.value == "True") != negated  # `if True:`, a block kept by hand
         if type(test) is not cst.Name or test.value not in self.bool_switches:
@@ -327,7 +319,7 @@ class ControlFlow:
         anything, and a value used only in arithmetic and indexing may be a NumPy array. And
         ``isinstance(loss, float)`` (``int``, ``bool``, ``str``) where ``loss`` is a tensor the
         function made (or an array: neither is a number): false."""
-        test, negated = _without_not(test)
+        test, negated = without_not(test)
         if type(test) is not cst.Call or not test.args:
             return None
         name = self.exprs.callee_name(test.func)
@@ -357,7 +349,7 @@ class ControlFlow:
         the warm-up iterations have nothing of an earlier one to wait for (flashpack refills
         pinned buffer ``i % K`` after synchronizing stream ``i % K``, from the ``K``-th chunk on).
         None when the test is anything else, or in the first pass."""
-        test, negated = _without_not(test)
+        test, negated = without_not(test)
         if type(test) is cst.Name:
             left, operator, right = test, cst.NotEqual, cst.Integer("0")
         elif type(test) is cst.Comparison and len(test.comparisons) == 1:
@@ -574,10 +566,10 @@ class ControlFlow:
         the program's choice of the GPU (``if args.use_cuda:``, ``if self.device.type == "cuda":``,
         :func:`~synclint.model.call_args.chooses_the_gpu`; ``if device == "cuda":`` in ``for
         device in ["cuda", "cpu"]:``, :func:`~synclint.model.call_args.compares_a_written_device_to_cuda`)."""
-        if chooses_the_gpu(test) or compares_a_written_device_to_cuda(test, self.written_values):
+        if self._device_chosen(test) or compares_a_written_device_to_cuda(test, self.written_values):
             return True
         if type(test) is cst.Call:
-            return self.resolver.qualify(test.func) in api.DEVICE_PRESENT
+            return False
         if type(test) is cst.BooleanOperation:
             # Where `a and b` fails, one of them failed: each must fail only without a device.
             # Where `a or b` fails, both failed: one of them failing so is enough.
@@ -626,17 +618,18 @@ class ControlFlow:
         return len(made) == len(values) and self._each_made_with_a_device(made)
 
     def _device_chosen(self, test: cst.BaseExpression) -> bool:
-        """:meth:`_device_present` for a test of ``__init__``, without the names of the method
-        interpreted now."""
+        """``torch.cuda.is_available()`` (``api.DEVICE_PRESENT``) or the program's choice of the GPU
+        (:func:`~synclint.model.call_args.chooses_the_gpu`): what :meth:`_device_present` knows
+        without the names of the method interpreted now (so, also of a test of ``__init__``)."""
         if type(test) is cst.Call:
             return self.resolver.qualify(test.func) in api.DEVICE_PRESENT
         return chooses_the_gpu(test)
 
     #: The value a test of a parameter is assumed to have in this walk (``switch_split``):
     #: predicate -> bool. Empty in a function's ordinary walk.
-    assumed: dict = {}
+    assumed: Optional[dict] = None
     _init_scope: Optional[Scope] = None
-    _init_nones: dict = {}
+    _init_nones: Optional[dict] = None
     #: The local names :meth:`_set_only_with_a_device` is being asked about (a binding's test may
     #: test the name itself).
     _names_asked: frozenset = frozenset()
@@ -719,7 +712,7 @@ class ControlFlow:
     def _switch(self, test: cst.BaseExpression) -> tuple:
         """A switch's code without ``not`` (a name or attribute as written, without asking for the
         node's code), and whether its first arm runs where it is true."""
-        test, negated = _without_not(test)
+        test, negated = without_not(test)
         return dotted(test) or self.model_code(test), not negated
 
     def _conditional_handle_waited(self, stmt: cst.If) -> Optional[str]:

@@ -14,7 +14,7 @@ from typing import Callable
 
 import libcst as cst
 
-from synclint.model.resolver import is_self_attribute, dotted
+from synclint.model.resolver import dotted, is_self_attribute, without_not
 
 
 def nones_only_without_a_device(
@@ -56,9 +56,7 @@ def _walk_if(
     device_test: Callable[[cst.BaseExpression], bool],
     found: dict[str, bool],
 ) -> None:
-    test, negated = stmt.test, False
-    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        test, negated = test.expression, not negated
+    test, negated = without_not(stmt.test)
     present = device_test(test)
     _walk(stmt.body, without_device or (present and negated), device_test, found)
     # The arms after a device test that failed run without a device (`elif`s included).

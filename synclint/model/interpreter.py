@@ -22,9 +22,8 @@ from typing import Callable, Container, Iterable, Optional
 
 import libcst as cst
 
-from synclint.cstwalk import walk
 from synclint.model import api
-from synclint.model.bindings import Scope
+from synclint.model.bindings import Scope, iter_calls
 from synclint.model.call_args import (
     _direction,
     is_flag_parameter,
@@ -96,23 +95,15 @@ def _orders_streams(methods: dict, returning: cst.CSTNode) -> bool:
     stream of its object wrote unordered: rarely.)"""
     for method in methods.values():
         names = _ORDERING_CALLS - _OWN_ORDERING_CALLS if method is returning else _ORDERING_CALLS
-        finder = _CallNamed(names)
-        walk(method, finder)
-        if finder.found:
+        if any(_called_name(call) in names for call in iter_calls(method)):
             return True
     return False
 
 
-class _CallNamed(cst.CSTVisitor):
-    def __init__(self, names: frozenset) -> None:
-        self.names = names
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
-        if name in self.names:
-            self.found = True
+def _called_name(call: cst.Call) -> Optional[str]:
+    """``wait_stream`` of ``torch.cuda.current_stream().wait_stream(s)``, ``f`` of ``f(x)``."""
+    func = call.func
+    return func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
 
 
 def _works_in(value) -> list[WorkValue]:

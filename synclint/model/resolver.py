@@ -65,6 +65,14 @@ def is_self_attribute(node: cst.CSTNode) -> bool:
     return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"
 
 
+def without_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """``test`` stripped of its ``not``s, and whether there was an odd number of them."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, negated = test.expression, not negated
+    return test, negated
+
+
 def tested_set(test: cst.BaseExpression) -> Optional[str]:
     """The name or attribute a test asks to be set, dotted: ``s`` of ``s is not None`` or of
     ``s``; None for any other test."""

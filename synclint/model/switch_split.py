@@ -17,6 +17,7 @@ import libcst as cst
 
 from synclint.cstwalk import walk
 from synclint.model.bindings import Scope
+from synclint.model.resolver import without_not
 
 
 def predicate(test: cst.BaseExpression) -> Optional[tuple[tuple, bool]]:
@@ -24,9 +25,7 @@ def predicate(test: cst.BaseExpression) -> Optional[tuple[tuple, bool]]:
     negation): ``("truth", p)`` for ``p``; ``("eq", p, "0")`` for ``p == 0`` and, negated, for
     ``p != 0``; ``("none", p)`` for ``p is None`` and, negated, ``p is not None``; ``not`` flips.
     None for any other test."""
-    negated = False
-    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        test, negated = test.expression, not negated
+    test, negated = without_not(test)
     if type(test) is cst.Name:
         return ("truth", test.value), not negated
     if type(test) is not cst.Comparison or len(test.comparisons) != 1:

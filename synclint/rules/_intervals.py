@@ -187,6 +187,9 @@ class Subtractions(cst.CSTVisitor):
         #: Every name read somewhere in the scope (not only assigned), nested scopes included.
         self.read: set[str] = set()
         self._targets: set[int] = set()
+        #: The scope walked (set by :meth:`of`), and per name the liveness of its bindings there.
+        self.scope: cst.CSTNode | None = None
+        self._liveness: dict[str, dict | None] = {}
 
     @classmethod
     def of(cls, scope: cst.CSTNode) -> "Subtractions":
@@ -194,9 +197,6 @@ class Subtractions(cst.CSTVisitor):
         walk(scope, found)
         found.scope = scope
         return found
-
-    scope: cst.CSTNode | None = None
-    _liveness: dict | None = None
 
     def dead_binding(self, clock: cst.CSTNode, name: str | None, parents) -> bool:
         """Is the reading at ``clock`` bound to a local ``name`` that is bound again before anything
@@ -209,8 +209,6 @@ class Subtractions(cst.CSTVisitor):
             assign = parents.get(assign)
         if type(assign) is not cst.Assign:
             return False
-        if self._liveness is None:
-            self._liveness = {}
         if name not in self._liveness:
             self._liveness[name] = live_after_each(self.scope, name)
         live = self._liveness[name]
