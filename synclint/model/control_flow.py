@@ -393,13 +393,15 @@ class ControlFlow:
     def st_If(self, stmt: cst.If) -> None:
         """``if``/``elif``/``else`` as one n-way branch (iteratively: elif chains can be long).
         Each ``elif`` test is evaluated on the path where the earlier tests failed."""
-        switch = assumed_value(stmt.test, self.assumed) if self.assumed else None
+        # The counter's test first: a pass split on `i == 0` (loop_split) stands for any pass,
+        # the second pass of the walk for the passes after the first.
+        switch = self.counter_guard(stmt.test) if self.counted_loops else None
+        if switch is None and self.assumed:
+            switch = assumed_value(stmt.test, self.assumed)
         if switch is None:
             switch = self.constant_switch(stmt.test)
         if switch is None:
             switch = self.tensor_type_test(stmt.test)
-        if switch is None and self.counted_loops:
-            switch = self.counter_guard(stmt.test)
         if switch is not None:
             # Only one arm can run: the other is dead code, whatever it does.
             if switch:
@@ -628,6 +630,7 @@ class ControlFlow:
     #: The value a test of a parameter is assumed to have in this walk (``switch_split``):
     #: predicate -> bool. Empty in a function's ordinary walk.
     assumed: Optional[dict] = None
+    splitting_a_loop = False
     _init_scope: Optional[Scope] = None
     _init_nones: Optional[dict] = None
     #: The local names :meth:`_set_only_with_a_device` is being asked about (a binding's test may
@@ -839,7 +842,11 @@ class ControlFlow:
                 counter, target, source = enumerated
                 self.assign(counter, HOST, stmt)
                 self.assign(target, self.exprs.element_of(self.exprs.ev(source), target, source), stmt)
-            self.suite(stmt.body)
+            sides = self.assumed.get(("loop", id(stmt))) if self.assumed else None
+            if sides is None or self.splitting_a_loop:
+                self.suite(stmt.body)
+            else:
+                self._split_pass(stmt.body, sides)
 
         counter = _counter_of(stmt)
         self.for_loops.append(loop)
@@ -853,6 +860,24 @@ class ControlFlow:
                 self.counted_loops.pop()
         if stmt.orelse is not None:
             self.suite(stmt.orelse.body)
+
+    def _split_pass(self, body: cst.BaseSuite, sides: tuple) -> None:
+        """One pass of a loop body walked once per value of a test it asks twice
+        (:mod:`~synclint.model.loop_split`), the two ends joined. Loops inside are not split
+        again (two walks per level would be exponential in the nesting depth)."""
+        start, outer = self.state, self.assumed
+        ends = []
+        self.splitting_a_loop = True
+        try:
+            for values in sides[:2]:
+                self.state = start.copy()
+                self.assumed = {**outer, **values}
+                self.suite(body)
+                ends.append(self.state)
+        finally:
+            self.assumed = outer
+            self.splitting_a_loop = False
+        self.state = join(ends[0], ends[1])
 
     def varies_by_iteration(
         self, targets: list[cst.BaseExpression], value: Optional[cst.BaseExpression]

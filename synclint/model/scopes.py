@@ -24,6 +24,7 @@ from synclint.model.context_managers import is_context_manager
 from synclint.model.interpreter import FunctionSummary, Interpreter
 from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
 from synclint.model.state import EventState
+from synclint.model.loop_split import loop_switches, under_the_tests
 from synclint.model.switch_split import split_predicate
 from synclint.model.timeline import Access, FunctionModel, ModuleModel, OpKind
 from synclint.model.values import (
@@ -522,14 +523,56 @@ def _facts(summary: Optional[FunctionSummary]) -> Optional[tuple[bool, ...]]:
 def _split(interp: Interpreter, again: Callable[[dict], Interpreter]) -> list[Interpreter]:
     """The walks whose models stand for a function: its one walk, or, where that walk found a
     stream hazard and the function tests a parameter twice (:mod:`~synclint.model.switch_split`),
-    a walk with the test assumed true and one with it assumed false (``again``)."""
+    a walk with the test assumed true and one with it assumed false (``again``). Each walk's
+    hazards are then narrowed by :func:`_split_passes`."""
     model = interp.model
     if not (model.hazards or model.lifetime_hazards) or type(model.node) is not cst.FunctionDef:
         return [interp]
     key = split_predicate(model.node)
-    if key is None:
-        return [interp]
-    return [again({key: True}), again({key: False})]
+    loops = loop_switches(model.node, key)
+    walks = [({}, interp)] if key is None else [
+        ({key: value}, again({key: value})) for value in (True, False)
+    ]
+    return [_split_passes(run, assumed, loops, again) for assumed, run in walks]
+
+
+def _split_passes(run: Interpreter, assumed: dict, loops: dict, again) -> Interpreter:
+    """``run`` without the hazards that only a pass mixing the values of a loop-constant test
+    makes (:mod:`~synclint.model.loop_split`): those that a walk splitting such loops per pass
+    does not find, and that have an access, an allocation or a release under an ``if`` asking
+    the test. Only those: walking a body twice per pass joins two copies of every value it
+    makes, which blurs what the rest of the function knows (timm's NaFlex loader would lose a
+    yielded tensor's missing ``record_stream``)."""
+    model = run.model
+    if not loops or not (model.hazards or model.lifetime_hazards):
+        return run
+    split = again({**assumed, **loops}).model
+    inside = under_the_tests(loops)
+
+    def under(*ops) -> bool:
+        return any(
+            op is not None and (id(op.node) in inside or id(op.call_site) in inside) for op in ops
+        )
+
+    found = {_hazard_key(h) for h in split.hazards}
+    model.hazards = [
+        h for h in model.hazards
+        if _hazard_key(h) in found or not under(h.first.op, h.second.op)
+    ]
+    found = {_lifetime_key(h) for h in split.lifetime_hazards}
+    model.lifetime_hazards = [
+        h for h in model.lifetime_hazards
+        if _lifetime_key(h) in found or not under(h.alloc, h.use.op, h.release)
+    ]
+    return run
+
+
+def _hazard_key(hazard) -> tuple:
+    return hazard.kind, id(hazard.first.op.node), id(hazard.second.op.node)
+
+
+def _lifetime_key(hazard) -> tuple:
+    return hazard.how, id(hazard.use.op.node), id(hazard.release.node)
 
 
 def _guarded(model: FunctionModel, run) -> None:

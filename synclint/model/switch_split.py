@@ -63,9 +63,24 @@ def split_predicate(function: cst.FunctionDef) -> Optional[tuple]:
     return None
 
 
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+def asked_key(test: cst.BaseExpression) -> tuple[tuple, bool]:
+    """(the key of what ``test`` asks, whether ``test`` asks it or its negation): its
+    :func:`predicate` where it has one, else ``("expr", its text without its not s)``."""
+    found = predicate(test)
+    if found is not None:
+        return found
+    stripped, negated = without_not(test)
+    return ("expr", _EMPTY_MODULE.code_for_node(stripped)), not negated
+
+
 def assumed_value(test: cst.BaseExpression, assumed: dict) -> Optional[bool]:
     """The value ``test`` has under ``assumed`` (predicate -> value), or None."""
     found = predicate(test)
+    if found is None and any(key[0] == "expr" for key in assumed):
+        found = asked_key(test)
     if found is None or found[0] not in assumed:
         return None
     key, positive = found
