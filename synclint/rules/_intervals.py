@@ -161,6 +161,26 @@ def measures_submission(clock: cst.CSTNode, parents) -> bool:
     return any(_names_host_time(_destination(t)) for t in targets)
 
 
+#: The comparisons that test a delta against a budget.
+_ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+
+
+def compared_to_a_budget(clock: cst.CSTNode, parents) -> bool:
+    """Is the delta ending at ``clock`` only compared with a bound, where it is made (``while
+    time.monotonic() - begin < seconds:``, ``if time.time() - t0 > timeout: raise ...``)? Then
+    it is a deadline, a timeout or a throttle, not a measurement: it is never reported, and
+    how late the GPU work runs does not change what the host asked of it. Only the expression
+    holding the reading is followed, through arithmetic and parentheses."""
+    node, parent = clock, parents.get(clock)
+    while type(parent) is cst.BinaryOperation:
+        node, parent = parent, parents.get(parent)
+    if type(parent) is cst.ComparisonTarget:
+        return type(parent.operator) in _ORDERINGS
+    if type(parent) is cst.Comparison and parent.left is node:
+        return len(parent.comparisons) == 1 and type(parent.comparisons[0].operator) in _ORDERINGS
+    return False
+
+
 def _destination(target: cst.BaseExpression) -> str:
     """The words naming an assignment target: a dotted name, or a subscript's string key."""
     if type(target) is cst.Subscript:

@@ -35,6 +35,7 @@ from synclint.model.resolver import dotted
 from synclint.rules._common import functions, torch_name
 from synclint.rules._intervals import (
     accumulated,
+    compared_to_a_budget,
     Subtractions,
     interval_starts,
     measures_submission,
@@ -163,6 +164,8 @@ class HostTimerWithoutSync(Rule):
                 starts, since = interval_starts(end, earlier, parents, subtractions)
                 if not starts or measures_submission(end.node, parents):
                     continue
+                if compared_to_a_budget(end.node, parents):
+                    continue  # a deadline, not a measurement
                 start = starts[-1]
                 if since is None and _around_a_loop(start, end) and not subtracts_from(end.node, parents):
                     continue  # a reading paired, by position alone, with the previous iteration's
