@@ -773,10 +773,23 @@ class CallSemantics:
         allocation names a GPU in other words than ``s``'s (``device=dst_dev``, not
         ``self.devices[0]`` for ``self.streams[0]``); ``device="cuda"`` is the current GPU, ``s``'s.
         A single stream made for a named GPU (``torch.cuda.Stream(local_rank)``) is one process's
-        GPU, which its allocations name in other words (``device=self.device``)."""
-        gpu = getattr(stream, "gpu", None)
-        if gpu is None or _string(device_node) == "cuda":
+        GPU, which its allocations name in other words (``device=self.device``), unless both are
+        attributes of the object of other names (``torch.cuda.Stream(device=self.worker_device)``,
+        then ``x.to(self.inference_device)``): an object that keeps two devices uses two GPUs."""
+        if _string(device_node) == "cuda":
             return False
+        gpu = getattr(stream, "gpu", None)
+        if gpu is None:
+            made = getattr(stream, "created_at", None)
+            if type(made) is not cst.Call:
+                return False
+            positional = _positional(made)
+            made_for = _keyword(made, "device") or (positional[0] if positional else None)
+            return (
+                is_self_attribute(made_for)
+                and is_self_attribute(device_node)
+                and made_for.attr.value != device_node.attr.value
+            )
         return self.i.model_code(device_node) != gpu
 
     def device_text(self, node: Optional[cst.BaseExpression]) -> Optional[str]:

@@ -375,13 +375,32 @@ class KnownValueMethods:
             mark_host(src)
             guessed = True
         direction = _direction(src.device, target)
-        result = self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
+        alloc = self.state.current
+        if (
+            target != "cpu"
+            and device_node is not None
+            and _names_a_device(device_node, node)
+            and self._for_another_device(device_node, alloc)
+        ):
+            alloc = None  # memory from another GPU's current stream (`factory`)
+        result = self.i.new_storage(hint or "<expr>", node, alloc_stream=alloc,
                                     device=target, pinned=pinned or None)
         if direction == "h2h":
             self.host_access(node, [src], "read")
             return result
         self.emit_copy(node, src, result, non_blocking, direction, guessed)
         return result
+
+
+def _names_a_device(device_node: cst.BaseExpression, call: cst.Call) -> bool:
+    """Is the argument of ``.to(...)`` a device, not a dtype? Given as ``device=``, or an
+    attribute whose name says so (``self.home_dev``, ``self.gpu``; not ``self.img_dtype``)."""
+    if _keyword(call, "device") is device_node:
+        return True
+    if type(device_node) is not cst.Attribute:
+        return False
+    name = device_node.attr.value.lower()
+    return "dtype" not in name and any(word in name for word in ("dev", "gpu", "cuda"))
 
 
 #: View methods that copy when their receiver is a transposed view: the data must be laid out
