@@ -11,8 +11,10 @@ still made the read (``h_store`` as made on the default stream): no pass can tak
 of the loop's variables changes from pass to pass, so here each pass's body is walked once with the
 test assumed true and once assumed false, and the two end states are joined: paths that mix the
 values across passes stay (pass ``k`` true, pass ``k + 1`` false), paths that mix them within a pass
-go. Only in a second walk of a function whose first walk found a stream hazard
-(``scopes._split``), so the cost stays where it pays.
+go. Only in a second walk of a function whose first walk found a stream hazard, so the cost
+stays where it pays; and that walk only removes hazards of the first that touch an ``if`` asking
+the test (``scopes._split_passes``): walking a body twice per pass joins two copies of every value
+it makes, which blurs what the rest of the function knows.
 
 The test must keep its value through the pass: no name or attribute in it is bound in the body, and
 it calls and indexes nothing. A name bound in the body by ``a if test else None`` (or ``None if
@@ -112,6 +114,8 @@ def _asked(test, position, aliases, body: "_Body"):
         and len(stripped.comparisons) == 1
         and type(stripped.left) is cst.Name
         and type(stripped.comparisons[0].operator) in (cst.Is, cst.IsNot)
+        and type(stripped.comparisons[0].comparator) is cst.Name
+        and stripped.comparisons[0].comparator.value == "None"
     ):
         name = stripped.left.value
     if name in aliases:
