@@ -193,6 +193,7 @@ def run_check(options: CheckOptions, out, err, fail) -> int:
         color=use_color(sys.stderr if stdin_fix else sys.stdout),
         show_summary=not options.quiet,
         fix_mode=options.fix,
+        unchecked=sum(1 for r in results if r.errors),
     )
     if options.statistics:
         text = _statistics(diagnostics)

@@ -105,6 +105,26 @@ def test_unreadable_file(project, cli, fake_rules, monkeypatch):
     assert "b.py:1:1: SYN901" in result.out
 
 
+def test_a_run_with_unreadable_files_is_not_called_clean(project, cli, monkeypatch):
+    """With no finding in the files read, the summary still says some files were not checked."""
+    from pathlib import Path
+
+    write(project / "a.py", "x = 1\n")
+    write(project / "b.py", "y = 2\n")
+    real = Path.read_bytes
+
+    def read_bytes(self):
+        if self.name == "a.py":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    result = cli(".", "--no-cache", "--output-format", "concise")
+    assert result.status == 2
+    assert "All checks passed!" not in result.out
+    assert "No findings, but 1 file could not be checked (see the errors above)." in result.out
+
+
 def test_deeply_nested_code_does_not_crash(project, cli):
     result = lint_bytes_cli(project, cli, b"x = " + b"(" * 300 + b"1" + b")" * 300 + b"\n")
     assert result.status in (0, 1)

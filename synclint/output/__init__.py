@@ -44,6 +44,9 @@ class Report:
     color: bool = False
     show_summary: bool = True
     fix_mode: bool = False
+    #: Files that could not be checked (unreadable, or a synclint bug): their errors went to
+    #: standard error, and the summary must not call the run clean.
+    unchecked: int = 0
 
     def source_lines(self, path: str) -> list[str] | None:
         text = self.sources.get(path)
@@ -93,6 +96,9 @@ def summary(report: Report) -> str:
         )
         if count == 0:
             return head
+    elif count == 0 and report.unchecked:
+        files = "file" if report.unchecked == 1 else "files"
+        return f"No findings, but {report.unchecked} {files} could not be checked (see the errors above)."
     elif count == 0:
         return "All checks passed!"
     else:
