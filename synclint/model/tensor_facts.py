@@ -57,6 +57,8 @@ class TensorFacts:
 UNKNOWN_TENSOR = TensorFacts(None, None, "a tensor")
 #: What :meth:`TensorFactsResolver._existing_data` says of data made on the host, not a tensor.
 _NEW_DATA = object()
+#: Builtins whose results are host data ``torch.as_tensor`` copies into new memory.
+_HOST_DATA_BUILTINS = frozenset({"list", "tuple", "range", "sorted", "reversed", "zip", "map"})
 
 
 def device_of_literal(node: cst.BaseExpression, names: ImportResolver) -> str | None:
@@ -225,9 +227,23 @@ class TensorFactsResolver:
             leaves = self.bindings.origins(data, at)
         except Unknown:
             return None
-        if any(type(leaf) in (cst.Name, cst.Attribute) for leaf in leaves):
+        if any(type(leaf) in (cst.Name, cst.Attribute) or self._may_return_a_tensor(leaf) for leaf in leaves):
             return None
         return _NEW_DATA
+
+    def _may_return_a_tensor(self, leaf: cst.BaseExpression) -> bool:
+        """A call that may hand back a tensor made elsewhere, maybe a pinned one
+        (``batch.pin_memory()``, a context manager's ``yield self._mem``): a call of the file's
+        code or of another module, not NumPy's, the builtins that make lists and tuples (host
+        data ``torch.as_tensor`` copies into new pageable memory) or torch's own (whose facts
+        :meth:`facts` knows)."""
+        if type(leaf) is not cst.Call:
+            return False
+        qualname = self.names.qualname(leaf.func) or ""
+        return not (
+            qualname.startswith(("numpy.", "np.", "torch."))
+            or qualname in _HOST_DATA_BUILTINS
+        )
 
     def _method(self, call: cst.Call, name: str, receiver, at, depth: int) -> TensorFacts | None:
         if name == "pin_memory":
