@@ -30,10 +30,18 @@ _HOST_SIDE = re.compile(
 )
 
 
+#: Words that name the device's side too: ``cpu_gpu_time``, ``host_to_device_ms`` time a
+#: transfer between the two, not the host's side alone.
+_DEVICE_SIDE = re.compile(r"gpu|cuda|device|h2d|d2h", re.IGNORECASE)
+
+
 def _names_host_time(text: str) -> bool:
     """Does ``text`` name a time of the submission (``launch_ms``) or of the host's side of the
-    work (``cpu_prep``)? Such a delta measures what it says, not the device's work."""
-    return bool(_SUBMISSION.search(text) or _HOST_SIDE.search(text))
+    work (``cpu_prep``; not ``cpu_gpu_time``)? Such a delta measures what it says, not the
+    device's work."""
+    if _SUBMISSION.search(text):
+        return True
+    return bool(_HOST_SIDE.search(text)) and not _DEVICE_SIDE.search(text)
 
 
 def subtracts_from(clock: cst.CSTNode, parents) -> bool:

@@ -28,7 +28,7 @@ from synclint.astscan import (
 from synclint.cstwalk import source_order
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
-from synclint.model.bindings import ElementOf, ReturnOf, Scope
+from synclint.model.bindings import ElementOf, ReturnOf, Scope, iter_calls
 from synclint.model.file_facts import ancestors, parent_map
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
 from synclint.model.resolver import dotted
@@ -281,7 +281,7 @@ def _timed_loop_synchronizes(ctx, function, work, start, end, parents) -> bool:
     around_end = {id(a) for a in ancestors(ctx, end.node)}
     first, second = source_order(start.node), source_order(end.node)
     starts_later_in_body = first is not None and second is not None and first > second
-    host_paced = _copies_from_the_host_each_pass(function)
+    host_paced = _copies_from_the_host_each_pass(ctx, function)
     # Work and synchronizations in a helper walked at its call site are placed at that call
     # (`self.acc.append(self.accuracy(out, y))` in the timed loop).
     work_node = work.call_site or work.node
@@ -328,7 +328,7 @@ def _placed(first, second) -> tuple:
     return first.call_site or first.node, second.call_site or second.node
 
 
-def _copies_from_the_host_each_pass(function) -> set[int]:
+def _copies_from_the_host_each_pass(ctx, function) -> set[int]:
     """The nodes (by id) of blocking copies (``batch[0].to(0)``) that, on each pass the model made
     of their loop, copied from memory known to be the host's. Such a copy waits for the current
     stream every time it runs (PyTorch's blocking copies end in a stream synchronization). The
@@ -361,7 +361,7 @@ def _copies_from_the_host_each_pass(function) -> set[int]:
             or (
                 len({op.copy.src.root.id for op in made}) == len(made)
                 and not any(op.copy.src.root.id in made_on_a_stream for op in made)
-                and not _fed_by_the_caller(function, made[0].node)
+                and not _fed_by_the_caller(ctx, function, made[0].node)
             )
         )
     }
@@ -371,53 +371,161 @@ def _copies_from_the_host_each_pass(function) -> set[int]:
 _ITERATING_WRAPPERS = frozenset({"enumerate", "iter", "next", "zip", "tqdm", "reversed", "islice"})
 
 
-def _fed_by_the_caller(function, copy: cst.CSTNode) -> bool:
+def _fed_by_the_caller(ctx, function, copy: cst.CSTNode) -> bool:
     """Does the tensor ``copy`` uploads (``image.cuda()``, ``imgs.bfloat16().cuda()``) come from
     something the caller handed in, a parameter or an attribute, through loops, ``next()`` and
     wrappers (``data_iter = logger.wrap(enumerate(data_loader))``; ``for i, (image, _) in
     data_iter``)? The caller's loader may yield device tensors already (DeepLearningExamples'
     prefetching loaders do), and then the upload copies nothing and waits for nothing. A loader
     this function builds (``iter(get_loader(args))``, ``DataLoader(ds)``) yields what the
-    function can see it build. Unknown shapes count as the caller's."""
+    function can see it build, and so does one that every call of the function in the file
+    passes in, built there by ``DataLoader(...)`` (``train(train_loader, model)`` from
+    ``main``, bayesian-torch). Unknown shapes count as the caller's."""
     node = copy.func.value if type(copy) is cst.Call and type(copy.func) is cst.Attribute else None
     while type(node) in (cst.Call, cst.Attribute, cst.Subscript):
         node = node.func if type(node) is cst.Call else node.value
     if type(node) is not cst.Name:
         return True
-    return _reaches_the_caller(node, Scope(function.node), set())
+    fed = _Fed(Scope(function.node), lambda name: _host_loader_from_every_caller(ctx, function.node, name))
+    return fed.reaches(node)
 
 
-def _reaches_the_caller(expr, scope: Scope, seen: set) -> bool:
-    """:func:`_fed_by_the_caller`'s walk from ``expr`` back through the scope's bindings (a
-    function of its own, not a closure: a closure calling itself is a reference cycle, which
-    would hold the tree until the cyclic collector runs)."""
-    if isinstance(expr, ElementOf):
-        return _reaches_the_caller(expr.container, scope, seen)
-    if isinstance(expr, ReturnOf):
+def _host_loader_from_every_caller(ctx, function: cst.CSTNode, parameter: str) -> bool:
+    """Does every call of ``function`` (a plain function of the file, called by its name, at
+    least once) pass for ``parameter`` a ``DataLoader(...)``, or a name its caller binds only to
+    one? Read from the whole file's ``ast`` (the callers may have been left out of the text libcst
+    parsed: they need not be relevant to any rule)."""
+    if type(function) is not cst.FunctionDef or type(parent_map(ctx).get(function)) is not cst.Module:
         return False
-    if type(expr) is cst.Name:
-        name = expr.value
-        if name in scope.parameters or name == "self":
-            return True
-        if name in seen:
+    params = function.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    try:
+        tree = ast.parse(ctx.source)
+    except (SyntaxError, ValueError):
+        return False
+    calls = _CallsByScope(function.name.value)
+    calls.visit(tree)
+    if not calls.found:
+        return False
+    for call, caller in calls.found:
+        given = next((k.value for k in call.keywords if k.arg == parameter), None)
+        if given is None and parameter in positional:
+            index = positional.index(parameter)
+            if any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                return False
+            given = call.args[index] if index < len(call.args) else None
+        if _builds_a_data_loader(given):
+            continue
+        if not isinstance(given, ast.Name):
             return False
-        seen.add(name)
-        return any(_reaches_the_caller(v, scope, seen) for v in scope.bindings.get(name, ()))
-    if type(expr) in (cst.Attribute, cst.Subscript):
-        return _reaches_the_caller(expr.value, scope, seen)
-    if type(expr) is cst.Call:
-        func = expr.func
-        if type(func) is cst.Name and func.value not in _ITERATING_WRAPPERS:
-            return False  # a factory called here: the loader is built here
-        if any(_reaches_the_caller(a.value, scope, seen) for a in expr.args if a.keyword is None):
-            return True
-        return (
-            type(func) is cst.Attribute and func.attr.value in ("items", "values")
-            and _reaches_the_caller(func.value, scope, seen)
-        )
-    if isinstance(expr, _LITERALS):
-        return False  # `dev = torch.device("cuda")` in `xb = xb.to(dev)`: nobody's loader
+        bound = _assigned(caller, given.id)
+        if not bound or not all(_builds_a_data_loader(v) for v in bound):
+            return False
     return True
+
+
+def _builds_a_data_loader(expr) -> bool:
+    """``DataLoader(ds, ...)`` or ``torch.utils.data.DataLoader(...)`` (an ``ast`` node): a
+    loader of host batches (pinned or not: a blocking upload of either waits for the current
+    stream)."""
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return name == "DataLoader"
+
+
+def _assigned(scope, name: str) -> list:
+    """The values ``scope`` (a function, or the module's own statements) gives ``name`` by plain
+    assignment; empty where it also binds it otherwise (a loop, a parameter, ``with ... as``)."""
+    values: list = []
+    body = scope.body if not isinstance(scope, ast.Module) else [
+        s for s in scope.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = scope.args
+        if name in {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}:
+            return []
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets
+            ):
+                values.append(node.value)
+    stores = sum(
+        1 for statement in body for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
+    )
+    return values if stores == len(values) else []
+
+
+class _CallsByScope(ast.NodeVisitor):
+    """The calls of a function by its name, each with the innermost function holding it (or
+    the module, for calls in its own statements)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found: list = []
+        self._scopes: list = []
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self._scopes.append(node)
+        self.generic_visit(node)
+
+    def _function(self, node) -> None:
+        self._scopes.append(node)
+        self.generic_visit(node)
+        self._scopes.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id == self.name:
+            self.found.append((node, self._scopes[-1]))
+        self.generic_visit(node)
+
+
+class _Fed:
+    """:func:`_fed_by_the_caller`'s walk from an expression back through the scope's bindings (a
+    class, not a closure: a closure calling itself is a reference cycle, which would hold the
+    tree until the cyclic collector runs). ``host_loader(name)``: is the parameter so named a
+    host data loader that every caller builds (asked only of a parameter the walk reaches)."""
+
+    def __init__(self, scope: Scope, host_loader) -> None:
+        self.scope = scope
+        self.host_loader = host_loader
+        self.seen: set = set()
+
+    def reaches(self, expr) -> bool:
+        if isinstance(expr, ElementOf):
+            return self.reaches(expr.container)
+        if isinstance(expr, ReturnOf):
+            return False
+        if type(expr) is cst.Name:
+            name = expr.value
+            if name == "self":
+                return True
+            if name in self.scope.parameters:
+                return not self.host_loader(name)
+            if name in self.seen:
+                return False
+            self.seen.add(name)
+            return any(self.reaches(v) for v in self.scope.bindings.get(name, ()))
+        if type(expr) in (cst.Attribute, cst.Subscript):
+            return self.reaches(expr.value)
+        if type(expr) is cst.Call:
+            func = expr.func
+            if type(func) is cst.Name and func.value not in _ITERATING_WRAPPERS:
+                return False  # a factory called here: the loader is built here
+            if any(self.reaches(a.value) for a in expr.args if a.keyword is None):
+                return True
+            return (
+                type(func) is cst.Attribute and func.attr.value in ("items", "values")
+                and self.reaches(func.value)
+            )
+        if isinstance(expr, _LITERALS):
+            return False  # `dev = torch.device("cuda")` in `xb = xb.to(dev)`: nobody's loader
+        return True
 
 
 _LITERALS = (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)
