@@ -14,7 +14,6 @@ from synclint.model.call_args import (
     _COMMON_TENSOR_METHODS,
     _direction,
     _is_dtype,
-    _is_true,
     _keyword,
     _may_be_true,
     _positional,

@@ -22,9 +22,9 @@ from synclint.cstwalk import names_in, walk
 from synclint.model.bindings import returned_values
 from synclint.model.context_managers import is_context_manager
 from synclint.model.interpreter import FunctionSummary, Interpreter
+from synclint.model.loop_split import loop_switches, under_the_tests
 from synclint.model.resolver import ImportResolver, dotted, is_self_attribute
 from synclint.model.state import EventState
-from synclint.model.loop_split import loop_switches, under_the_tests
 from synclint.model.switch_split import split_predicate
 from synclint.model.timeline import Access, FunctionModel, ModuleModel, OpKind
 from synclint.model.values import (

@@ -28,7 +28,7 @@ from synclint.astscan import (
 from synclint.cstwalk import source_order
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
-from synclint.model.bindings import ElementOf, ReturnOf, Scope, iter_calls
+from synclint.model.bindings import ElementOf, ReturnOf, Scope
 from synclint.model.file_facts import ancestors, parent_map
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
 from synclint.model.resolver import dotted
