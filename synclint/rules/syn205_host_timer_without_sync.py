@@ -403,11 +403,10 @@ def _host_loader_from_every_caller(ctx, function: cst.CSTNode, parameter: str) -
         tree = ast.parse(ctx.source)
     except (SyntaxError, ValueError):
         return False
-    calls = _CallsByScope(function.name.value)
-    calls.visit(tree)
-    if not calls.found:
+    calls = list(_calls_by_scope(tree, function.name.value))
+    if not calls:
         return False
-    for call, caller in calls.found:
+    for call, caller in calls:
         given = next((k.value for k in call.keywords if k.arg == parameter), None)
         if given is None and parameter in positional:
             index = positional.index(parameter)
@@ -459,30 +458,16 @@ def _assigned(scope, name: str) -> list:
     return values if stores == len(values) else []
 
 
-class _CallsByScope(ast.NodeVisitor):
-    """The calls of a function by its name, each with the innermost function holding it (or
-    the module, for calls in its own statements)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.found: list = []
-        self._scopes: list = []
-
-    def visit_Module(self, node: ast.Module) -> None:
-        self._scopes.append(node)
-        self.generic_visit(node)
-
-    def _function(self, node) -> None:
-        self._scopes.append(node)
-        self.generic_visit(node)
-        self._scopes.pop()
-
-    visit_FunctionDef = visit_AsyncFunctionDef = _function
-
-    def visit_Call(self, node: ast.Call) -> None:
-        if isinstance(node.func, ast.Name) and node.func.id == self.name:
-            self.found.append((node, self._scopes[-1]))
-        self.generic_visit(node)
+def _calls_by_scope(tree: ast.Module, name: str):
+    """The calls of a function by its ``name`` (``ast`` nodes), each with the innermost function
+    holding it, or the module for calls in its own statements."""
+    stack = [(tree, tree)]
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+            yield node, scope
+        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
 
 
 class _Fed:
