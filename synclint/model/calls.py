@@ -4,6 +4,7 @@ handed. Part of :class:`~synclint.model.expressions.ExpressionEvaluator`, which 
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -53,6 +54,15 @@ _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 
 #: A name the walk has not bound (yet) in the scope.
 _NOT_BOUND = object()
+
+
+#: A module named by a capital letter, as GAN code names its networks (``G(z)``, ``D(x)``,
+#: ``G_ema(z)``, ``E2(x)``): called on tensors, it runs them, it is no class being constructed.
+_MODULE_LETTER = re.compile(r"[A-Z][0-9]*(?:_[a-z0-9_]*)?")
+
+
+def _module_letter(name: str) -> bool:
+    return _MODULE_LETTER.fullmatch(name) is not None
 
 
 def _device_kind(text: str) -> Optional[str]:
@@ -498,7 +508,7 @@ class CallSemantics:
         # An object built from tensors (`BroadcastOperation(bucket=buf)`): what its constructor
         # does is unknown, a synchronization included (see ``Op.opaque``).
         tail = name.rsplit(".", 1)[-1]
-        constructor = tail[:1].isupper()
+        constructor = tail[:1].isupper() and not _module_letter(tail)
         # A function that runs a whole training or evaluation loop (`train_loop(model, loader,
         # mean, std)`) may as well synchronize before it returns (`runs_a_loop`).
         opaque = constructor or runs_a_loop(tail)
