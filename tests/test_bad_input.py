@@ -83,20 +83,25 @@ def test_empty_and_trivial_files(project, cli, data):
     assert result.status == 0, result.out
 
 
+def _deny_reading(monkeypatch, name: str) -> None:
+    """Make reading the file ``name`` fail as a permission error would."""
+    from pathlib import Path
+
+    real = Path.read_bytes
+
+    def read_bytes(self):
+        if self.name == name:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+
+
 def test_unreadable_file(project, cli, fake_rules, monkeypatch):
     write(project / "a.py", "x = 1\n")
     write(project / "b.py", "marker()\n")
     if os.geteuid() == 0:  # root reads anything: simulate the failure instead
-        from pathlib import Path
-
-        real = Path.read_bytes
-
-        def read_bytes(self):
-            if self.name == "a.py":
-                raise PermissionError(13, "Permission denied", str(self))
-            return real(self)
-
-        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+        _deny_reading(monkeypatch, "a.py")
     else:
         os.chmod(project / "a.py", 0)
     result = cli(".", "--no-cache", "--output-format", "concise")
@@ -107,18 +112,9 @@ def test_unreadable_file(project, cli, fake_rules, monkeypatch):
 
 def test_a_run_with_unreadable_files_is_not_called_clean(project, cli, monkeypatch):
     """With no finding in the files read, the summary still says some files were not checked."""
-    from pathlib import Path
-
     write(project / "a.py", "x = 1\n")
     write(project / "b.py", "y = 2\n")
-    real = Path.read_bytes
-
-    def read_bytes(self):
-        if self.name == "a.py":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
-
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    _deny_reading(monkeypatch, "a.py")
     result = cli(".", "--no-cache", "--output-format", "concise")
     assert result.status == 2
     assert "All checks passed!" not in result.out

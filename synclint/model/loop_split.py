@@ -30,7 +30,7 @@ import libcst as cst
 
 from synclint.cstwalk import walk
 from synclint.model.resolver import dotted, without_not
-from synclint.model.switch_split import asked_key
+from synclint.model.switch_split import OwnScopeVisitor, asked_key
 
 _EMPTY_MODULE = cst.Module(body=[])
 
@@ -163,21 +163,12 @@ def _one_side_none(value: cst.IfExp) -> bool:
     return len(sides) == 1
 
 
-class _ForLoops(cst.CSTVisitor):
+class _ForLoops(OwnScopeVisitor):
     def __init__(self) -> None:
         self.found: list[cst.For] = []
 
     def visit_For(self, node: cst.For) -> None:
         self.found.append(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
 
 
 class _Body(cst.CSTVisitor):

@@ -87,13 +87,9 @@ def assumed_value(test: cst.BaseExpression, assumed: dict) -> Optional[bool]:
     return assumed[key] == positive
 
 
-class _IfTests(cst.CSTVisitor):
-    def __init__(self, function: cst.FunctionDef) -> None:
-        self.function = function
-        self.tests: list[cst.BaseExpression] = []
-
-    def visit_If(self, node: cst.If) -> None:
-        self.tests.append(node.test)
+class OwnScopeVisitor(cst.CSTVisitor):
+    """A visitor that stays in the scope it starts in: nested functions, lambdas and classes
+    run elsewhere, under other names."""
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
@@ -103,3 +99,12 @@ class _IfTests(cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
+
+
+class _IfTests(OwnScopeVisitor):
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self.tests: list[cst.BaseExpression] = []
+
+    def visit_If(self, node: cst.If) -> None:
+        self.tests.append(node.test)
