@@ -24,9 +24,9 @@ from synclint.model.call_args import chooses_the_gpu, compares_a_written_device_
 from synclint.model.bindings import Scope
 from synclint.model.context_managers import enter as enter_context_manager
 from synclint.model.device_arms import nones_only_without_a_device
-from synclint.model.switch_split import assumed_value
 from synclint.model.resolver import dotted, is_self_attribute, target_names, tested_set, without_not
 from synclint.model.state import State, join, vc_join
+from synclint.model.switch_split import assumed_value
 from synclint.model.timeline import OpKind
 from synclint.model.values import (
     HOST,
@@ -627,9 +627,11 @@ class ControlFlow:
             return self.resolver.qualify(test.func) in api.DEVICE_PRESENT
         return chooses_the_gpu(test)
 
-    #: The value a test of a parameter is assumed to have in this walk (``switch_split``):
-    #: predicate -> bool. Empty in a function's ordinary walk.
+    #: The value a test is assumed to have in this walk: a parameter's predicate -> bool
+    #: (``switch_split``), and ``("loop", id(for statement))`` -> the two sides a pass of that
+    #: loop is walked with (``loop_split``). None in a function's ordinary walk.
     assumed: Optional[dict] = None
+    #: Walking one side of a split pass: loops inside are not split again.
     splitting_a_loop = False
     _init_scope: Optional[Scope] = None
     _init_nones: Optional[dict] = None

@@ -8,6 +8,7 @@ clean files never pay for position metadata.
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, Callable, Mapping, TypeVar
 
 import libcst as cst
@@ -28,6 +29,24 @@ def _cached(ctx: "RuleContext", key: str, build: Callable[[], T]) -> T:
     if value is None:
         value = ctx.__dict__[key] = build()
     return value
+
+
+_UNPARSABLE = object()
+
+
+def whole_ast(ctx: "RuleContext") -> "ast.Module | None":
+    """CPython's tree of the whole file, once per file; None where it does not parse. (The text
+    libcst parsed may have left definitions no rule reports on out: the callers of a function,
+    say.)"""
+
+    def parse():
+        try:
+            return ast.parse(ctx.source)
+        except (SyntaxError, ValueError):
+            return _UNPARSABLE
+
+    tree = _cached(ctx, "_facts_whole_ast", parse)
+    return None if tree is _UNPARSABLE else tree
 
 
 def import_resolver(ctx: "RuleContext") -> ImportResolver:

@@ -32,8 +32,6 @@ from synclint.cstwalk import walk
 from synclint.model.resolver import dotted, without_not
 from synclint.model.switch_split import OwnScopeVisitor, asked_key
 
-_EMPTY_MODULE = cst.Module(body=[])
-
 #: Node types a test that keeps its value through a pass may not contain.
 _VARYING = (
     cst.Call, cst.Subscript, cst.NamedExpr, cst.Await, cst.Yield, cst.Lambda,
@@ -71,21 +69,17 @@ def _switch_of(loop: cst.For, taken: Optional[tuple]) -> Optional[tuple[dict, di
         key, positive = asked_key(test)
         set_when_true = type(value.orelse) is cst.Name and value.orelse.value == "None"
         aliases[name] = (position, key, set_when_true == positive)
+    asked = [(test, _asked(test, position, aliases, body)) for position, test in body.tests]
+    if any(key is _SPOILT for _, key in asked):
+        return None
     counts: dict[tuple, int] = {}
-    for position, test in body.tests:
-        key = _asked(test, position, aliases, body)
-        if key is _SPOILT:
-            return None
+    for _, key in asked:
         if key is not None:
             counts[key] = counts.get(key, 0) + 1
     repeated = next((key for key, n in counts.items() if n >= 2 and key != taken), None)
     if repeated is None:
         return None
     sides = []
-    asking = [
-        t for position, t in body.tests
-        if _asked(t, position, aliases, body) == repeated
-    ]
     for value in (True, False):
         values = {repeated: value}
         for name, (_, key, set_when_true) in aliases.items():
@@ -94,7 +88,7 @@ def _switch_of(loop: cst.For, taken: Optional[tuple]) -> Optional[tuple[dict, di
                 values[("none", name)] = not is_set
                 values[("truth", name)] = is_set
         sides.append(values)
-    return sides[0], sides[1], tuple(body.ifs[id(t)] for t in asking)
+    return sides[0], sides[1], tuple(body.ifs[id(t)] for t, key in asked if key == repeated)
 
 
 _SPOILT = object()
@@ -192,14 +186,22 @@ class _Body(cst.CSTVisitor):
         elif kind is cst.StarredElement:
             self._bind(target.value)
         elif kind in (cst.Name, cst.Attribute):
-            text = _EMPTY_MODULE.code_for_node(target)
-            self.bound[text] = self.bound.get(text, 0) + 1
+            text = dotted(target)  # (only a dotted name can be one a test reads)
+            if text is not None:
+                self.bound[text] = self.bound.get(text, 0) + 1
         elif kind is cst.Subscript:
-            self.mutated.add(_EMPTY_MODULE.code_for_node(target.value))
+            self._changes(target.value)
+
+    def _changes(self, receiver: cst.BaseExpression) -> None:
+        """``receiver`` may be changed in place: only a dotted name can be one a test reads
+        (:class:`_Words`' chains)."""
+        text = dotted(receiver)
+        if text is not None:
+            self.mutated.add(text)
 
     def visit_Call(self, node: cst.Call) -> None:
         if type(node.func) is cst.Attribute:
-            self.mutated.add(_EMPTY_MODULE.code_for_node(node.func.value))
+            self._changes(node.func.value)
 
     def visit_Del(self, node: cst.Del) -> None:
         self._bind(node.target)

@@ -29,7 +29,7 @@ from synclint.cstwalk import source_order
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
 from synclint.model.bindings import ElementOf, ReturnOf, Scope
-from synclint.model.file_facts import ancestors, parent_map
+from synclint.model.file_facts import ancestors, parent_map, whole_ast
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
 from synclint.model.resolver import dotted
 from synclint.rules._common import functions, torch_name
@@ -386,8 +386,7 @@ def _fed_by_the_caller(ctx, function, copy: cst.CSTNode) -> bool:
         node = node.func if type(node) is cst.Call else node.value
     if type(node) is not cst.Name:
         return True
-    fed = _Fed(Scope(function.node), lambda name: _host_loader_from_every_caller(ctx, function.node, name))
-    return fed.reaches(node)
+    return _Fed(ctx, function.node).reaches(node)
 
 
 def _host_loader_from_every_caller(ctx, function: cst.CSTNode, parameter: str) -> bool:
@@ -399,9 +398,8 @@ def _host_loader_from_every_caller(ctx, function: cst.CSTNode, parameter: str) -
         return False
     params = function.params
     positional = [p.name.value for p in (*params.posonly_params, *params.params)]
-    try:
-        tree = ast.parse(ctx.source)
-    except (SyntaxError, ValueError):
+    tree = whole_ast(ctx)
+    if tree is None:
         return False
     calls = list(_calls_by_scope(tree, function.name.value))
     if not calls:
@@ -445,16 +443,15 @@ def _assigned(scope, name: str) -> list:
         arguments = scope.args
         if name in {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}:
             return []
+    stores = 0
     for statement in body:
         for node in ast.walk(statement):
-            if isinstance(node, ast.Assign) and any(
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+                stores += 1
+            elif isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == name for t in node.targets
             ):
                 values.append(node.value)
-    stores = sum(
-        1 for statement in body for node in ast.walk(statement)
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
-    )
     return values if stores == len(values) else []
 
 
@@ -471,14 +468,15 @@ def _calls_by_scope(tree: ast.Module, name: str):
 
 
 class _Fed:
-    """:func:`_fed_by_the_caller`'s walk from an expression back through the scope's bindings (a
-    class, not a closure: a closure calling itself is a reference cycle, which would hold the
-    tree until the cyclic collector runs). ``host_loader(name)``: is the parameter so named a
-    host data loader that every caller builds (asked only of a parameter the walk reaches)."""
+    """:func:`_fed_by_the_caller`'s walk from an expression back through the bindings of
+    ``function`` (a class, not a closure: a closure calling itself is a reference cycle, which
+    would hold the tree until the cyclic collector runs). A parameter it reaches is the caller's
+    unless every caller hands it a data loader (:func:`_host_loader_from_every_caller`)."""
 
-    def __init__(self, scope: Scope, host_loader) -> None:
-        self.scope = scope
-        self.host_loader = host_loader
+    def __init__(self, ctx, function: cst.CSTNode) -> None:
+        self.ctx = ctx
+        self.function = function
+        self.scope = Scope(function)
         self.seen: set = set()
 
     def reaches(self, expr) -> bool:
@@ -491,7 +489,7 @@ class _Fed:
             if name == "self":
                 return True
             if name in self.scope.parameters:
-                return not self.host_loader(name)
+                return not _host_loader_from_every_caller(self.ctx, self.function, name)
             if name in self.seen:
                 return False
             self.seen.add(name)
