@@ -169,11 +169,11 @@ class HostTimerWithoutSync(Rule):
                 start = starts[-1]
                 if since is None and _around_a_loop(start, end) and not subtracts_from(end.node, parents):
                     continue  # a reading paired, by position alone, with the previous iteration's
-                work = unseen_cuda_work(function, start.index, end)
+                work = [w for w in unseen_cuda_work(function, start.index, end) if not _a_probe(w)]
                 if work:
                     work = [
                         w for w in unseen_cuda_work(function, start.index, end, parents)
-                        if not _exclusive(w.node, end.node, parents)
+                        if not _exclusive(w.node, end.node, parents) and not _a_probe(w)
                     ]
                 if work:
                     work = [
@@ -571,6 +571,58 @@ def _around_a_loop(start, end) -> bool:
     ``duration = time.perf_counter() - pre`` at its bottom)?"""
     first, second = source_order(start.node), source_order(end.node)
     return first is not None and second is not None and first > second
+
+
+#: Factories whose kernel only fills what they make (or makes nothing: ``torch.empty``).
+_FILLS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.tensor"})
+#: Elements a probe may have: its fill takes microseconds, far below any delta a host clock reports.
+_PROBE_ELEMENTS = 1024
+
+
+def _a_probe(work) -> bool:
+    """Is ``work`` a factory of a few elements whose size is written out (``torch.zeros(1,
+    device="cuda")``, ``torch.tensor([0.0], device=dev)``)? Such a tensor checks that CUDA works or
+    holds a flag; its fill is too short to make a delta misleading, and work that later reads it
+    is counted on its own. SeisProc's worker made one in a timed segment of host work."""
+    call = work.node
+    if work.qualname not in _FILLS or type(call) is not cst.Call:
+        return False
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if work.qualname == "torch.tensor":
+        return len(positional) == 1 and _literal_elements(positional[0]) is not None
+    shape = positional[:1] if work.qualname == "torch.full" else positional
+    if work.qualname == "torch.full" and len(positional) < 2:
+        return False
+    if len(shape) == 1 and type(shape[0]) in (cst.Tuple, cst.List):
+        shape = [e.value for e in shape[0].elements if type(e) is cst.Element]
+    if not shape or not all(type(size) is cst.Integer for size in shape):
+        return False
+    elements = 1
+    for size in shape:
+        elements *= int(size.evaluated_value)
+    return elements <= _PROBE_ELEMENTS
+
+
+def _literal_elements(value: cst.BaseExpression) -> int | None:
+    """How many numbers a literal (``0.0``, ``[1, 2]``, ``-1``) of at most ``_PROBE_ELEMENTS``
+    holds; None for anything else."""
+    if type(value) is cst.UnaryOperation:
+        value = value.expression
+    if type(value) in (cst.Integer, cst.Float, cst.Name) and (
+        type(value) is not cst.Name or value.value in ("True", "False")
+    ):
+        return 1
+    if type(value) in (cst.List, cst.Tuple):
+        total = 0
+        for element in value.elements:
+            if type(element) is not cst.Element:
+                return None
+            inner = _literal_elements(element.value)
+            if inner is None:
+                return None
+            total += inner
+        return total if total <= _PROBE_ELEMENTS else None
+    return None
 
 
 def _exclusive(a: cst.CSTNode, b: cst.CSTNode, parents) -> bool:
