@@ -803,12 +803,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             if not any(s.tensor for s in index_storages):
                 # `x[idx]` with an index of unknown kind: read x here, but `idx` may be an int.
                 return self.tensor_op(node, reads=storages, result_label="<expr>")
-            if len(node.slice) == 1 and (
-                type(getattr(node.slice[0].slice, "value", None)) is cst.Comparison
-                or (len(index_storages) == 1 and index_storages[0].mask)
-            ):
-                # `x[owner == g]`, or `mask = owner == g; x[mask]`: a boolean mask selects as many
-                # elements as it holds true.
+            if self.masked(node, index_values):
+                # `x[owner == g]`, or `mask = owner == g; x[mask]`, `x[mask, :]`: a boolean mask
+                # selects as many elements as it holds true.
                 return self.size_from_data(node, storages + index_storages, "<expr>")
             # Advanced indexing with a tensor: a gather, i.e. a new tensor.
             return self.tensor_op(node, reads=storages + index_storages, result_label="<expr>")
@@ -827,6 +824,26 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             views = self.slice_views(node, base, storages)
             return base if views is None else views
         return None
+
+    def masked(self, node: cst.Subscript, index_values: list) -> bool:
+        """Is one index of ``node`` a boolean mask, the others static slices (``x[keep]``,
+        ``x[keep, :]``, ``x[..., owner == g]``)? ``index_values`` are the values of its ``Index``
+        elements, in order."""
+        masks = 0
+        values = iter(index_values)
+        for element in node.slice:
+            inner = element.slice
+            if type(inner) is cst.Slice:
+                continue
+            value = next(values, None)
+            if type(inner.value) is cst.Ellipsis:
+                continue
+            storages = storages_of(value)
+            if type(inner.value) is cst.Comparison or (len(storages) == 1 and storages[0].mask):
+                masks += 1
+            else:
+                return False
+        return masks == 1
 
     def slice_views(self, node: cst.Subscript, base, storages: list):
         """``x[a:b, :]``, a static slice: a view of a region of the base, of each base a name may
