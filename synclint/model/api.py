@@ -177,6 +177,12 @@ TENSOR_FACTORIES = {
     )
 }
 LIKE_FACTORIES = {f"torch.{n}_like" for n in ("empty", "zeros", "ones", "full", "rand", "randn")}
+#: The legacy typed constructors (``torch.FloatTensor(n)``, ``torch.LongTensor([1, 2])``): they
+#: make host tensors (the ``torch.cuda.*Tensor`` ones are not modelled).
+LEGACY_HOST_TENSORS = frozenset(
+    f"torch.{kind}Tensor"
+    for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool", "")
+)
 
 #: Tensor methods that return a view (same storage, no data read).
 VIEW_METHODS = {

@@ -73,6 +73,20 @@ def runs_a_loop(name: str) -> bool:
     return _RUNS_A_LOOP.search(name) is not None
 
 
+#: A function named for copying tensors to the host (YOLO ports' ``convert2cpu``, ``to_cpu``,
+#: ``tensor2numpy``, ``to_numpy``, ``to_host``): handed device tensors, it reads them the
+#: blocking way, as ``.cpu()`` and ``.numpy()`` do. Not a name that says it does not wait
+#: (``async_to_cpu``, ``to_cpu_nonblocking``).
+_COPIES_TO_THE_HOST = re.compile(r"(?i:(^|_|2)(cpu|numpy|np|host)$)")
+_DOES_NOT_WAIT = re.compile(r"(?i:async|non_?blocking|prefetch)")
+
+
+def copies_to_the_host(name: str) -> bool:
+    """Is ``name`` (a callee's last name) one of a function that copies tensors to the host
+    (:data:`_COPIES_TO_THE_HOST`)?"""
+    return _COPIES_TO_THE_HOST.search(name) is not None and _DOES_NOT_WAIT.search(name) is None
+
+
 def a_setter(node: cst.Call, name: str) -> bool:
     """A call of a function or method named ``set_<something>`` with one plain argument: it keeps
     the value (MindSpeed's ``set_actual_seq_len(buffer)``, right after the buffer's receive was

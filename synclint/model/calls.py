@@ -22,6 +22,7 @@ from synclint.model.call_args import (
     _positional,
     _string,
     a_setter,
+    copies_to_the_host,
     runs_a_loop,
 )
 from synclint.model.inlining import MAX_DEPTH, can_inline, inline_call, property_value
@@ -63,6 +64,16 @@ _MODULE_LETTER = re.compile(r"[A-Z][0-9]*(?:_[a-z0-9_]*)?")
 
 def _module_letter(name: str) -> bool:
     return _MODULE_LETTER.fullmatch(name) is not None
+
+
+def _spelled_as_a_sequence(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The data of ``torch.tensor(...)`` where it is written as a list, a tuple or a list
+    comprehension (elements taken one by one), not a tensor (copied as a whole, on its own
+    device); else None."""
+    first = call.args[0] if call.args else None
+    if first is None or first.keyword is not None or first.star:
+        return None
+    return first.value if type(first.value) in (cst.List, cst.Tuple, cst.ListComp) else None
 
 
 def _device_kind(text: str) -> Optional[str]:
@@ -280,6 +291,11 @@ class CallSemantics:
             return HOST
         if name in api.TENSOR_FACTORIES or name in api.LIKE_FACTORIES:
             return self.factory(node, name, hint)
+        if name in api.LEGACY_HOST_TENSORS:
+            # `torch.FloatTensor(x.size()).copy_(x)`: a new host tensor, whatever it is handed.
+            self.args(node)
+            return self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
+                                      device="cpu")
         if name in self.i.settings.synchronizing_functions or name.rsplit(".", 1)[-1] in {
             f for f in self.i.settings.synchronizing_functions if "." not in f
         }:
@@ -337,6 +353,8 @@ class CallSemantics:
             # ...` would bind; taking it runs no kernel (whatever made it ran before).
             values = self.args(node)
             return self.element_of(values[0], node, node.args[0].value)
+        if name == "map" and len(node.args) == 2 and type(node.args[0].value) is cst.Lambda:
+            return self.map_lambda(node, node.args[0].value)
         if name in api.HOST_BUILTINS:
             values = self.args(node)
             if name in ("max", "min") and len(values) > 1:
@@ -505,9 +523,16 @@ class CallSemantics:
         if a_setter(node, name.rsplit(".", 1)[-1]):
             self.kept(values)
             return None
+        tail = name.rsplit(".", 1)[-1]
+        device = [s for s in storages if s.tensor and not s.on_host]
+        if device and copies_to_the_host(tail) and not self.i.file_defines(tail):
+            # `boxes = convert2cpu(pred)`, a helper of another module: a blocking download (one
+            # of this file is walked, or is a nested function: it says what it does).
+            self.blocking_read(node, device)
+            return self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
+                                      device="cpu")
         # An object built from tensors (`BroadcastOperation(bucket=buf)`): what its constructor
         # does is unknown, a synchronization included (see ``Op.opaque``).
-        tail = name.rsplit(".", 1)[-1]
         constructor = tail[:1].isupper() and not _module_letter(tail)
         # A function that runs a whole training or evaluation loop (`train_loop(model, loader,
         # mean, std)`) may as well synchronize before it returns (`runs_a_loop`).
@@ -742,8 +767,47 @@ class CallSemantics:
                 saved[key] = max(saved.get(key, 0), own)
             self.state.vc[key] = saved
 
+    def map_lambda(self, node: cst.Call, function: cst.Lambda):
+        """``list(map(lambda x: write(x, img), output))``: the lambda's body, walked once as a
+        comprehension's element is, with its parameter bound to an element of what is mapped
+        (``map`` is lazy, but a map nobody consumes is rare). Lambdas of several or starred
+        parameters are only evaluated as values."""
+        params = function.params
+        if params.star_arg is not cst.MaybeSentinel.DEFAULT or params.star_kwarg is not None or (
+            len(params.params) != 1 or params.posonly_params or params.kwonly_params
+        ):
+            self.args(node)
+            return HOST
+        iterable = self.ev(node.args[1].value)
+        name = params.params[0].name
+        env = self.state.env
+        saved = env.get(name.value, _NOT_BOUND)
+        env[name.value] = self.element_of(iterable, name, node.args[1].value)
+        try:
+            self.ev(function.body)
+        finally:
+            if saved is _NOT_BOUND:
+                env.pop(name.value, None)
+            else:
+                env[name.value] = saved
+        return HOST
+
     def factory(self, node: cst.Call, name: str, hint: Optional[str]):
-        values = self.args(node)
+        data = _spelled_as_a_sequence(node) if name == "torch.tensor" else None
+        if type(data) is cst.ListComp:
+            (element,) = self._walk_comprehension(data, (data.elt,))
+            values = [element, *self.args(node, skip=1)]
+        else:
+            values = self.args(node)
+        if data is not None:
+            # `torch.tensor([out[i] for i in ids])`: each element is made a Python number, a
+            # blocking read of a device tensor, whatever device the new tensor is for.
+            read = [s for s in storages_of(values[0]) if s.tensor and not s.on_host]
+            if read:
+                self.blocking_read(node, read)
+        # (A comprehension's elements, known only since the walk above, copy as before: from
+        # the host.)
+        copied = values[0] if values and type(data) is not cst.ListComp else None
         device_node = _keyword(node, "device")
         device = self.device_of(device_node) if device_node is not None else None
         if device_node is None:
@@ -767,7 +831,7 @@ class CallSemantics:
             return storage
         op = self.i.emit(OpKind.ACCESS, node, writes=(storage,), qualname=name)
         self.i.access(op, storage, "write")
-        if name in _FROM_DATA and not (values and storages_of(values[0])):
+        if name in _FROM_DATA and not storages_of(copied):
             # `torch.tensor([0, 2], device="cuda")`: host data copied the blocking way (non_blocking
             # is False inside): done when the call returns.
             self.i.emit(OpKind.HOST_SYNC, node, target=op.stream, sync_kind="blocking-copy")

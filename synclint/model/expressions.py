@@ -113,6 +113,17 @@ def _a_size(node: cst.BaseExpression) -> bool:
     return type(node) is cst.Attribute and node.attr.value == "shape"
 
 
+#: Operators that combine masks into a mask.
+_LOGICAL = (cst.BitAnd, cst.BitOr, cst.BitXor)
+
+
+def _made_here(storage: Storage) -> bool:
+    """Is ``storage`` a tensor this function made (by tensor work: ``out = model(x.cuda())``)?
+    Iterated, it yields rows. A parameter used as a tensor somewhere may still be a list on the
+    path that iterates it (``if isinstance(value, list): [move(e) for e in value]``)."""
+    return storage.tensor and storage.origin == "local"
+
+
 def _computed_from_the_device(storage: Storage) -> bool:
     """Is ``storage`` the result of a call of unknown kind (neither a tensor op nor a method of
     one) that read device tensors (``pgd_attack(model, x)`` with ``x`` uploaded)?"""
@@ -626,17 +637,37 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if kept is not None:
             if iterable is None:
                 return kept
-            element = self._element_of(iterable, target)
+            element = self._element_of(iterable, target, source)
             works = _works_among((element, kept))
             if works is not None:
                 return works
             if isinstance(iterable, TupleValue) and not iterable.items:
                 return kept  # `recv = []` filled here with `recv.append(t)`: exactly those
             return element
-        element = self._element_of(iterable, target)
+        element = self._element_of(iterable, target, source)
         if element is None and source is not None and not self.i.inline_stack:
             return self._element_of_a_parameter(target, source)
         return element
+
+    def _not_a_tensor_here(self, source: Optional[cst.BaseExpression]) -> bool:
+        """Is the walk in the arm of an ``isinstance`` test of ``source`` for other types than a
+        tensor (``if isinstance(output, (list, tuple)): [move(v) for v in output]``), where what
+        it iterates is a container, whatever else it may be elsewhere? Also True for a source
+        that is no name."""
+        name = dotted(source) if source is not None else None
+        if name is None:
+            return True
+        for test in self.i.guards:
+            if (
+                type(test) is cst.Call and len(test.args) == 2
+                and self.callee_name(test.func) == "isinstance"
+                and dotted(test.args[0].value) == name
+            ):
+                kinds = test.args[1].value
+                kinds = [e.value for e in kinds.elements] if type(kinds) is cst.Tuple else [kinds]
+                if not any(self.callee_name(k) == "torch.Tensor" for k in kinds):
+                    return True
+        return False
 
     def _element_of_a_parameter(self, target: cst.BaseExpression, source: cst.BaseExpression):
         """An element of a parameter's container (``for t in tensors``, ``for k, v in
@@ -668,7 +699,7 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         self.i.unknown_origin(storage)
         return TupleValue((HOST, storage)) if items else storage
 
-    def _element_of(self, iterable, target: cst.BaseExpression):
+    def _element_of(self, iterable, target: cst.BaseExpression, source=None):
         if isinstance(iterable, StreamList):
             index = dotted(target) or "i"
             return StreamValue(f"{iterable.key}[{index}]", f"stream `{iterable.key}[{index}]`", "created",
@@ -682,6 +713,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 return values[0] if len(values) == 1 else Alternatives(tuple(values[:8]))
         if isinstance(iterable, Alternatives):
             return _works_among(self._element_of(v, target) for v in iterable.values)
+        if isinstance(iterable, Storage) and _made_here(iterable.root) and not self._not_a_tensor_here(source):
+            # `for row in out:` over a tensor: each row is a view of it (no data is read).
+            return iterable
         return None
 
     # -- leaves ----------------------------------------------------------------------------------
@@ -807,8 +841,11 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 # `x[owner == g]`, or `mask = owner == g; x[mask]`, `x[mask, :]`: a boolean mask
                 # selects as many elements as it holds true.
                 return self.size_from_data(node, storages + index_storages, "<expr>")
-            # Advanced indexing with a tensor: a gather, i.e. a new tensor.
-            return self.tensor_op(node, reads=storages + index_storages, result_label="<expr>")
+            # Advanced indexing with a tensor: a gather, i.e. a new tensor. With a CUDA index the
+            # indexed tensor is on the GPU too (PyTorch refuses a CPU one), and so is the result.
+            on_gpu = any(s.device == "cuda" for s in index_storages)
+            return self.tensor_op(node, reads=storages + index_storages, result_label="<expr>",
+                                  device="cuda" if on_gpu else "same")
         if storages and not any(s.root.tensor for s in storages) and not any(
             type(e.slice) is cst.Slice for e in node.slice
         ):
@@ -924,10 +961,13 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return HOST
         if storages:
             evidence = self.arithmetic_evidence(storages, node.operator, node.right)
-            return self.tensor_op(
+            result = self.tensor_op(
                 node, reads=storages, result_label=hint or "<expr>", evidence=evidence,
                 device=_operands_device(storages),
             )
+            if result is not None and type(node.operator) in _LOGICAL and all(s.mask for s in storages):
+                result.mask = True  # `(lo <= y) & (y < hi)`: a mask of two masks
+            return result
         return HOST if isinstance(left, HostValue) and isinstance(right, HostValue) else None
 
     def ex_Comparison(self, node: cst.Comparison, hint=None):
@@ -957,7 +997,10 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             return HOST
         if storages:
             evidence = any(s.tensor for s in storages)
-            return self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
+            result = self.tensor_op(node, reads=storages, result_label=hint or "<expr>", evidence=evidence)
+            if result is not None and type(node.operator) is cst.BitInvert and all(s.mask for s in storages):
+                result.mask = True  # `~keep`
+            return result
         return value if isinstance(value, HostValue) else None
 
     def ex_BooleanOperation(self, node: cst.BooleanOperation, hint=None):

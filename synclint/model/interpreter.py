@@ -257,6 +257,9 @@ class Interpreter(ControlFlow):
         #: Names the file assigns ``True`` or ``False`` (``x = False``), the only candidates of
         #: :meth:`constant_switch`: a container (``_Builder`` searches the text).
         self.bool_switches: Container[str] = frozenset()
+        #: Does the file define a function or method of this name anywhere (``_Builder``: a
+        #: search of the text, asked only of a few names)?
+        self.file_defines: Callable[[str], bool] = lambda name: False
         #: The bindings of the scope being interpreted (:meth:`scope`, built when first asked).
         self.scope_bindings: Optional[Scope] = None
         #: ``torch.cuda.ExternalStream(ptr)`` wraps a stream this file created (``_Builder``).

@@ -89,6 +89,7 @@ class _Builder:
         self.names_a_device = names_a_device(text)
         self.module_constants = module_constants(module, text)
         self.bool_switches = _BoolSwitches(text)
+        self.file_defines = lambda name: re.search(rf"\bdef[ \t]+{re.escape(name)}\b", text) is not None
         #: ``@contextmanager`` functions, walked where a ``with`` calls them.
         self.context_managers = {
             s.name.value: s
@@ -117,6 +118,7 @@ class _Builder:
         interp.synchronizing_methods = self.synchronizing_methods
         interp.attribute_class = self.attribute_class
         interp.bool_switches = self.bool_switches
+        interp.file_defines = self.file_defines
         if model.name.rsplit(".", 1)[-1] in self.thread_targets:
             interp.from_callers_stream = False
         self.interpreters.append(interp)
