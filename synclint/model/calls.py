@@ -524,11 +524,11 @@ class CallSemantics:
             self.kept(values)
             return None
         tail = name.rsplit(".", 1)[-1]
-        device = [s for s in storages if s.tensor and not s.on_host]
-        if device and copies_to_the_host(tail) and not self.i.file_defines(tail):
+        on_device = [s for s in storages if s.tensor and not s.on_host]
+        if on_device and copies_to_the_host(tail) and not self.i.file_defines(tail):
             # `boxes = convert2cpu(pred)`, a helper of another module: a blocking download (one
             # of this file is walked, or is a nested function: it says what it does).
-            self.blocking_read(node, device)
+            self.blocking_read(node, on_device)
             return self.i.new_storage(hint or "<expr>", node, alloc_stream=self.state.current,
                                       device="cpu")
         # An object built from tensors (`BroadcastOperation(bucket=buf)`): what its constructor

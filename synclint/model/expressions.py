@@ -699,7 +699,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         self.i.unknown_origin(storage)
         return TupleValue((HOST, storage)) if items else storage
 
-    def _element_of(self, iterable, target: cst.BaseExpression, source=None):
+    def _element_of(
+        self, iterable, target: cst.BaseExpression, source: Optional[cst.BaseExpression] = None
+    ):
         if isinstance(iterable, StreamList):
             index = dotted(target) or "i"
             return StreamValue(f"{iterable.key}[{index}]", f"stream `{iterable.key}[{index}]`", "created",

@@ -608,10 +608,10 @@ def _literal_elements(value: cst.BaseExpression) -> int | None:
     holds; None for anything else."""
     if type(value) is cst.UnaryOperation:
         value = value.expression
-    if type(value) in (cst.Integer, cst.Float, cst.Name) and (
-        type(value) is not cst.Name or value.value in ("True", "False")
-    ):
+    if type(value) in (cst.Integer, cst.Float):
         return 1
+    if type(value) is cst.Name:
+        return 1 if value.value in ("True", "False") else None
     if type(value) in (cst.List, cst.Tuple):
         total = 0
         for element in value.elements:
