@@ -705,7 +705,8 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
         if isinstance(iterable, StreamList):
             index = dotted(target) or "i"
             return StreamValue(f"{iterable.key}[{index}]", f"stream `{iterable.key}[{index}]`", "created",
-                               container=iterable.key, index=index, gpu=iterable.element_gpu(index))
+                               container=iterable.key, index=index, gpu=iterable.element_gpu(index),
+                               every=type(target) is cst.Name)
         if isinstance(iterable, TupleValue):
             works = [v for v in iterable.items if isinstance(v, WorkValue)]
             if works:

@@ -32,7 +32,7 @@ from synclint.model.control_flow import ControlFlow, ForLoop
 from synclint.model.expressions import any_item_key, item_keys
 from synclint.model.inlining import return_from_inline
 from synclint.model.resolver import ImportResolver, dotted
-from synclint.model.state import EventState, State, alternatives, vc_join
+from synclint.model.state import EventState, State, alternatives, every_element, vc_join
 from synclint.model.timeline import (
     Access,
     FunctionModel,
@@ -348,11 +348,24 @@ class Interpreter(ControlFlow):
         return op
 
     def stream_now(self, stream: StreamValue) -> dict:
-        """Everything enqueued on ``stream`` so far, plus what it had waited for."""
-        vc = dict(self.state.vc.get(stream.key, {}))
-        count = self.counters.get(stream.key, 0)
+        """Everything enqueued on ``stream`` so far, plus what it had waited for. For the
+        variable of a loop over a whole list of streams (``StreamValue.every``): on every element
+        of the list (``for s in streams: main.wait_stream(s)``, ``s.synchronize()``)."""
+        vc = self._key_now(stream.key)
+        if stream.every and stream.container is not None:
+            prefix = stream.container + "["
+            for key in [k for k in self.counters if k.startswith(prefix) and k != stream.key]:
+                vc = vc_join(vc, self._key_now(key))
+        return vc
+
+    def _key_now(self, key: str) -> dict:
+        vc = dict(self.state.vc.get(key, {}))
+        every = self.state.vc.get(every_element(key))
+        if every:
+            vc = vc_join(vc, every)
+        count = self.counters.get(key, 0)
         if count:
-            vc[stream.key] = max(vc.get(stream.key, 0), count)
+            vc[key] = max(vc.get(key, 0), count)
         return vc
 
     def note_ordering(self, waiter: StreamValue, waited: StreamValue) -> None:
@@ -364,7 +377,11 @@ class Interpreter(ControlFlow):
 
     def wait_stream(self, waiter: StreamValue, waited: StreamValue) -> None:
         self.note_ordering(waiter, waited)
-        self.runs_after(waiter.key, self.stream_now(waited))
+        now = self.stream_now(waited)
+        self.runs_after(waiter.key, now)
+        if waiter.every and waiter.container is not None:
+            # `for s in self.streams: s.wait_stream(main)`: every element, `self.streams[k]` too.
+            self.runs_after(waiter.container + "[*]", now)
 
     def runs_after(self, key: str, vc: dict) -> None:
         """What stream ``key`` runs from now on waits for everything ``vc`` covers (a

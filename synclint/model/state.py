@@ -21,6 +21,14 @@ _MISSING = object()
 HISTORY_LIMIT = 16
 
 
+def every_element(key: str) -> str:
+    """The key under which waits made by every element of a list of streams are kept
+    (``self.streams[*]`` for ``self.streams[i % n]``: :attr:`StreamValue.every`); a key of its own
+    for a stream taken from no list."""
+    bracket = key.find("[")
+    return key[:bracket] + "[*]" if bracket > 0 else key + "[*]"
+
+
 def vc_join(a: dict, b: dict) -> dict:
     if not b:
         return dict(a)
@@ -75,7 +83,9 @@ class State:
         )
 
     def stream_vc(self, key: str) -> dict:
-        return vc_join(self.vc.get(key, {}), self.host_vc)
+        vc = vc_join(self.vc.get(key, {}), self.host_vc)
+        every = self.vc.get(every_element(key))
+        return vc_join(vc, every) if every else vc
 
     def remember(self, access: Access) -> None:
         """Add an access to its storage's history, dropping what it supersedes on its own stream."""

@@ -31,6 +31,10 @@ class StreamValue:
     #: ``streams[j]`` may alias.
     container: Optional[str] = None
     index: Optional[str] = None
+    #: The variable of a loop over the whole container (``for s in self.streams:``): a wait it
+    #: makes (``s.wait_stream(main)``), or a host synchronization of it, holds for every element,
+    #: whatever index picks one later (``self.streams[i % n]``).
+    every: bool = False
     #: Stored in an attribute, returned or handed to other code: it may do work later.
     escapes: bool = False
     #: For an element of a list of streams made one per GPU: the code naming its GPU
