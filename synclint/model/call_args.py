@@ -250,19 +250,37 @@ def _written_strings(bindings) -> Optional[list[str]]:
     return out
 
 
+def _names_the_device(node: cst.BaseExpression) -> bool:
+    """Is ``node`` the program's device, by its name (``device``, ``self.device``, ``args.device``,
+    also as ``str(device)``)?"""
+    if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "str" and len(node.args) == 1:
+        node = node.args[0].value
+    name = dotted(node)
+    return name is not None and name.rsplit(".", 1)[-1].lower().endswith("device")
+
+
 def chooses_the_gpu(test: cst.BaseExpression) -> bool:
     """Is ``test`` the program's choice of the GPU, so that where it is false nothing runs on a
     device? A flag named for it (``if args.use_cuda:``, ``if use_gpu:``, a variable ``is_cuda``),
-    or the type of the program's device (``if self.device.type == "cuda":``, ``DEVICE.type``). Read like
+    or the type of the program's device (``if self.device.type == "cuda":``, ``DEVICE.type``,
+    ``device.startswith("cuda")``, ``"cuda" in str(device)``: every GPU, not ``"cuda:0"``). Read like
     ``torch.cuda.is_available()`` (``api.DEVICE_PRESENT``)."""
     if type(test) is cst.Name and test.value in api.DEVICE_CHOSEN_NAMES:
         return True  # `is_cuda = device.type == "cuda"` (not `t.is_cuda`, one tensor's place)
     if type(test) in (cst.Name, cst.Attribute):
         name = dotted(test)
         return name is not None and name.rsplit(".", 1)[-1] in api.DEVICE_CHOSEN_FLAGS
+    if (
+        type(test) is cst.Call and type(test.func) is cst.Attribute
+        and test.func.attr.value == "startswith" and len(test.args) == 1
+        and _string(test.args[0].value) == "cuda"
+    ):
+        return _names_the_device(test.func.value)  # `device.startswith("cuda")`: any GPU
     if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
         return False
     target = test.comparisons[0]
+    if type(target.operator) is cst.In and _string(test.left) == "cuda":
+        return _names_the_device(target.comparator)  # `"cuda" in str(device)`
     if type(target.operator) is not cst.Equal or _string(target.comparator) != "cuda":
         return False
     left = test.left
