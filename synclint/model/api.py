@@ -181,7 +181,9 @@ LIKE_FACTORIES = {f"torch.{n}_like" for n in ("empty", "zeros", "ones", "full", 
 #: make host tensors (the ``torch.cuda.*Tensor`` ones are not modelled).
 LEGACY_HOST_TENSORS = frozenset(
     f"torch.{kind}Tensor"
-    for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool", "")
+    for kind in (
+        "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool", ""
+    )
 )
 
 #: Tensor methods that return a view (same storage, no data read).

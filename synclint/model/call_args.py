@@ -253,7 +253,10 @@ def _written_strings(bindings) -> Optional[list[str]]:
 def _names_the_device(node: cst.BaseExpression) -> bool:
     """Is ``node`` the program's device, by its name (``device``, ``self.device``, ``args.device``,
     also as ``str(device)``)?"""
-    if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "str" and len(node.args) == 1:
+    if (
+        type(node) is cst.Call and type(node.func) is cst.Name
+        and node.func.value == "str" and len(node.args) == 1
+    ):
         node = node.args[0].value
     name = dotted(node)
     return name is not None and name.rsplit(".", 1)[-1].lower().endswith("device")
