@@ -289,5 +289,4 @@ def chooses_the_gpu(test: cst.BaseExpression) -> bool:
     left = test.left
     if not (type(left) is cst.Attribute and left.attr.value == "type"):
         return False
-    device = dotted(left.value)
-    return device is not None and device.rsplit(".", 1)[-1].lower().endswith("device")
+    return _names_the_device(left.value)

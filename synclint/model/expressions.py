@@ -716,9 +716,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
                 return values[0] if len(values) == 1 else Alternatives(tuple(values[:8]))
         if isinstance(iterable, Alternatives):
             return _works_among(self._element_of(v, target) for v in iterable.values)
-        if isinstance(iterable, Storage) and _made_here(iterable.root) and not self._not_a_tensor_here(source):
+        if isinstance(iterable, Storage) and _made_here(iterable.root):
             # `for row in out:` over a tensor: each row is a view of it (no data is read).
-            return iterable
+            return None if self._not_a_tensor_here(source) else iterable
         return None
 
     # -- leaves ----------------------------------------------------------------------------------

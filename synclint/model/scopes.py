@@ -89,7 +89,7 @@ class _Builder:
         self.names_a_device = names_a_device(text)
         self.module_constants = module_constants(module, text)
         self.bool_switches = _BoolSwitches(text)
-        self.file_defines = lambda name: re.search(rf"\bdef[ \t]+{re.escape(name)}\b", text) is not None
+        self.file_defines = lambda name: bool(re.search(rf"\bdef[ \t]+{re.escape(name)}\b", text))
         #: ``@contextmanager`` functions, walked where a ``with`` calls them.
         self.context_managers = {
             s.name.value: s

@@ -169,12 +169,10 @@ class HostTimerWithoutSync(Rule):
                 start = starts[-1]
                 if since is None and _around_a_loop(start, end) and not subtracts_from(end.node, parents):
                     continue  # a reading paired, by position alone, with the previous iteration's
-                work = [w for w in unseen_cuda_work(function, start.index, end) if not _a_probe(w)]
-                if work:
-                    work = [
-                        w for w in unseen_cuda_work(function, start.index, end, parents)
-                        if not _exclusive(w.node, end.node, parents) and not _a_probe(w)
-                    ]
+                work = [
+                    w for w in unseen_cuda_work(function, start.index, end, parents)
+                    if not _a_probe(w) and not _exclusive(w.node, end.node, parents)
+                ]
                 if work:
                     work = [
                         w for w in work
