@@ -29,6 +29,7 @@ from synclint.model.inlining import MAX_DEPTH, can_inline, inline_call, property
 from synclint.model.resolver import canonical, dotted, is_self_attribute
 from synclint.model.tensor_methods import is_opaque_method
 from synclint.model.timeline import OpKind, done_with
+from synclint.model.torchapi import leading_text
 from synclint.model.values import (
     CLOCK,
     CUDA_GRAPH,
@@ -873,13 +874,24 @@ class CallSemantics:
             node = args[0] if args else None
         return _string(node)
 
+    def kind_written_out(self, node: cst.BaseExpression) -> Optional[str]:
+        """"cpu" or "cuda" for a device written out, even when built at run time
+        (``"cuda:{}".format(gpu)``, ``torch.device(f"cuda:{rank}")``); None for another."""
+        if type(node) is cst.Call and self.callee_name(node.func) == "torch.device":
+            args = _positional(node)
+            if not args:
+                return None
+            node = args[0]
+        text = leading_text(node)
+        return _device_kind(text) if text is not None else None
+
     def device_of(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
         """"cpu", "cuda" or None for a device argument."""
         if node is None:
             return None
-        text = self.device_text(node)
-        if text is not None:
-            return _device_kind(text)
+        kind = self.kind_written_out(node)
+        if kind is not None:
+            return kind
         if is_self_attribute(node):
             # `@property def device(self): return "cpu"` (a :func:`simple_property`).
             method = self.i.class_methods.get(node.attr.value)
@@ -887,6 +899,9 @@ class CallSemantics:
             text = self.device_text(returned) if returned is not None else None
             if text is not None:
                 return _device_kind(text)
+            kind = self._attribute_device(node.attr.value)
+            if kind is not None:
+                return kind
         if type(node) is cst.Attribute and node.attr.value == "device":
             storages = storages_of(self.ev(node.value))
             return storages[0].device if storages else None
@@ -897,6 +912,16 @@ class CallSemantics:
         if type(node) is cst.Name:
             return self._written_device(node.value)
         return None
+
+    def _attribute_device(self, name: str) -> Optional[str]:
+        """"cpu" or "cuda" when every assignment to ``self.<name>`` in the class writes out that
+        kind of device (``self.device = torch.device("cuda:0")`` in ``__init__``); None when one
+        assigns something else (a parameter, ``"cuda" if ok else "cpu"``) or the class never does."""
+        values = (self.i.assigned_attributes or {}).get(name)
+        if not values or None in values:
+            return None
+        kinds = {self.kind_written_out(value) for value in values}
+        return kinds.pop() if len(kinds) == 1 else None
 
     def _written_device(self, name: str, depth: int = 0) -> Optional[str]:
         """"cpu" or "cuda" where every value the scope gives ``name`` names that kind of device
@@ -927,9 +952,9 @@ class CallSemantics:
         """The kind of device one value bound to a name writes out (see :meth:`_written_device`)."""
         if not isinstance(value, cst.BaseExpression):
             return None
-        text = self.device_text(value)
-        if text is not None:
-            return _device_kind(text)
+        kind = self.kind_written_out(value)
+        if kind is not None:
+            return kind
         if type(value) is cst.Call and self.callee_name(value.func) == "torch.device":
             args = _positional(value)
             value = args[0] if args else None

@@ -232,8 +232,9 @@ class Interpreter(ControlFlow):
         self.param_elements: set[str] = set()
         #: Whether a `.backward()` was called yet (a gradient read after it is a device tensor's).
         self.backward_called = False
-        #: Attribute names the enclosing class assigns somewhere (None outside classes).
-        self.assigned_attributes: Optional[set] = None
+        #: Attribute names the enclosing class assigns somewhere -> the values it assigns (None
+        #: for one not written out); None outside classes.
+        self.assigned_attributes: Optional[dict] = None
         self._hazard_keys: set = set()
         self._lifetime_keys: set = set()
         self.returned_stream = False

@@ -373,7 +373,7 @@ class _Builder:
 
     _returns: dict = {}
     _methods: dict = {}
-    _assigned: Optional[set] = None
+    _assigned: Optional[dict] = None
 
     def method_returns(self, interps) -> dict:
         out = {}
@@ -744,11 +744,14 @@ def module_names(text: str) -> frozenset[str]:
 
 
 class _ClassFacts(cst.CSTVisitor):
-    """One cheap walk over a class: which ``self.x`` it assigns anywhere, and which methods other
-    methods call as ``self.m(...)`` (no source regeneration: that costs as much as a parse)."""
+    """One cheap walk over a class: which ``self.x`` it assigns anywhere and to what, and which
+    methods other methods call as ``self.m(...)`` (no source regeneration: that costs as much as
+    a parse)."""
 
     def __init__(self) -> None:
-        self.assigned: set[str] = set()
+        #: Attribute name -> the values assigned to ``self.<name>`` (None: one not written out,
+        #: as in ``self.a, self.b = pair`` or ``self.n += 1``).
+        self.assigned: dict[str, list] = {}
         self.calls: dict[str, set[str]] = {}  # method -> names it calls on self
         self._method: list[str] = []
 
@@ -773,21 +776,22 @@ class _ClassFacts(cst.CSTVisitor):
         if self._method and is_self_attribute(func):
             self.calls.setdefault(self._method[0], set()).add(func.attr.value)
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._targets(node.target)
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._targets(target.target, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._targets(node.target)
+        self._targets(node.target, node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._targets(node.target)
+        self._targets(node.target, None)
 
-    def _targets(self, target: cst.BaseExpression) -> None:
+    def _targets(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
         if is_self_attribute(target):
-            self.assigned.add(target.attr.value)
+            self.assigned.setdefault(target.attr.value, []).append(value)
         elif type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
-                self._targets(element.value)
+                self._targets(element.value, None)
 
 
 

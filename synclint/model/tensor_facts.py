@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from synclint.model.bindings import Bindings, Unknown
-from synclint.model.torchapi import ImportResolver, keyword, literal_bool, literal_string
+from synclint.model.torchapi import ImportResolver, keyword, leading_text, literal_bool
 
 #: ``torch.<name>(...)`` calls that return a new tensor on the ``device=`` argument (default CPU).
 FACTORIES = frozenset(
@@ -62,11 +62,11 @@ _HOST_DATA_BUILTINS = frozenset({"list", "tuple", "range", "sorted", "reversed",
 
 
 def device_of_literal(node: cst.BaseExpression, names: ImportResolver) -> str | None:
-    """``"cuda:0"``, ``"cpu"``, ``torch.device("cpu")``, ``0`` (a CUDA index)."""
-    text = literal_string(node)
+    """``"cuda:0"``, ``"cpu"``, ``torch.device("cpu")``, ``0`` (a CUDA index), ``f"cuda:{i}"``."""
+    text = leading_text(node)
     if text is None and type(node) is cst.Call and names.qualname(node.func) == "torch.device":
         if node.args:
-            text = literal_string(node.args[0].value)
+            text = leading_text(node.args[0].value)
     if text is None and type(node) is cst.Integer:
         return "cuda"
     if text is None:

@@ -212,6 +212,23 @@ def literal_string(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def leading_text(node: cst.BaseExpression) -> str | None:
+    """The text a string starts with, when it is written out or built from a literal at run time
+    (``"cuda:{}".format(i)``, ``f"cuda:{i}"``, ``"cuda:" + str(i)``, ``"cuda:%d" % i``): enough
+    to tell the kind of device a string names, never which one, so never compare it whole."""
+    text = literal_string(node)
+    if text is not None:
+        return text
+    kind = type(node)
+    if kind is cst.FormattedString and node.parts and type(node.parts[0]) is cst.FormattedStringText:
+        return node.parts[0].value
+    if kind is cst.BinaryOperation and type(node.operator) in (cst.Add, cst.Modulo):
+        return literal_string(node.left)
+    if kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "format":
+        return literal_string(node.func.value)
+    return None
+
+
 def event_parameters(qualname: str) -> tuple[str, ...]:
     return EVENT_PARAMETERS.get(qualname, DEFAULT_EVENT_PARAMETERS)
 
