@@ -30,13 +30,17 @@ _POOL_METHODS = frozenset({"append", "add", "insert", "put", "put_nowait"})
 
 
 def _stored_into_a_pool(ctx: RuleContext, argument: cst.Arg) -> bool:
-    """Is ``argument`` given to a method that stores it (``streams.append(Stream(device))``)?"""
+    """Is ``argument`` given to a method that stores it (``streams.append(Stream(device))``), also
+    wrapped in its context first (``pool.put(torch.cuda.stream(Stream()))``)?"""
     call = ctx.positions.parent(argument)
-    return (
-        type(call) is cst.Call
-        and type(call.func) is cst.Attribute
-        and call.func.attr.value in _POOL_METHODS
-    )
+    if type(call) is not cst.Call:
+        return False
+    func = call.func
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+    if name == "stream":
+        outer = ctx.positions.parent(call)
+        return type(outer) is cst.Arg and _stored_into_a_pool(ctx, outer)
+    return type(func) is cst.Attribute and name in _POOL_METHODS
 
 
 class _ConstructorArguments(cst.CSTVisitor):
