@@ -223,6 +223,15 @@ VIEW_METHODS = {
 }
 VIEW_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag"}
 
+#: Fields of what a model's forward returns (``model(ids).logits``, a ``transformers`` or
+#: ``diffusers`` output): no tensor has them, so the value they are read from is the output
+#: object, and they hold tensors the call wrote, on its device.
+OUTPUT_FIELDS = frozenset({
+    "logits", "last_hidden_state", "pooler_output", "hidden_states", "loss", "sample",
+    "prev_sample", "pred_original_sample", "image_embeds", "text_embeds", "predicted_depth",
+    "pred_boxes", "pred_masks", "start_logits", "end_logits", "waveform", "spectrogram",
+})
+
 #: Tensor methods and attributes that read metadata only.
 METADATA = {
     "shape",

@@ -783,7 +783,9 @@ class ExpressionEvaluator(CallSemantics, KnownValueMethods):
             if attr in api.METADATA:
                 self.mark_tensor(storages)
                 return HOST
-            if attr in api.VIEW_ATTRIBUTES:
+            if attr in api.VIEW_ATTRIBUTES or attr in api.OUTPUT_FIELDS:
+                # A view, or a field of a model's output object (`out.logits`): memory the call
+                # that made it wrote, as the object itself stands for it.
                 self.mark_tensor(storages)
                 return base
             return None

@@ -243,7 +243,11 @@ class KnownValueMethods:
             # `buf.fill_(t)` takes a number, or a one-element tensor: a value of unknown kind
             # (`t = timestep(i, n)`, then `0.5 + t * 0.5`) is the number, not a tensor read.
             arg_storages = [s for s in arg_storages if s.tensor]
-        if method.endswith("_") and not method.endswith("__"):
+        if (method.endswith("_") and not method.endswith("__")) or (
+            method == "apply" and len(node.args) == 1 and not any(s.on_host for s in storages)
+        ):
+            # In place; `model.apply(init_weights)` too (no tensor has `apply`; a module runs the
+            # function on each submodule, there to initialise its weights in place).
             self.tensor_op(node, reads=arg_storages, writes=storages)
             return receiver
         out = _keyword(node, "out")
@@ -325,6 +329,25 @@ class KnownValueMethods:
         storages = storages_of(self.state.env.get(key)) if key is not None else []
         return bool(storages) and all(s.root.origin == "local" for s in storages)
 
+    def _dtype_from_a_table(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """``.to(DTYPES[name])``, also through a name bound to it (``dt = DTYPES[name]``): an item
+        of a dict bound once at the module's top level whose every value is a ``torch`` dtype
+        (``DTYPES = {"fp16": torch.float16, "fp32": torch.float32}``): a conversion, no move."""
+        if type(node) is cst.Name and depth == 0:
+            values = self.i.written_values(node.value)
+            return bool(values) and all(
+                isinstance(v, cst.BaseExpression) and self._dtype_from_a_table(v, 1) for v in values
+            )
+        if type(node) is not cst.Subscript or type(node.value) is not cst.Name:
+            return False
+        tables = self.i.written_values(node.value.value)
+        return bool(tables) and all(
+            type(table) is cst.Dict
+            and bool(table.elements)
+            and all(type(e) is cst.DictElement and _is_dtype(e.value) for e in table.elements)
+            for table in tables
+        )
+
     def transfer(self, node: cst.Call, storages: list[Storage], method: str, hint: Optional[str]):
         positional = _positional(node)
         self.args(node)
@@ -344,7 +367,7 @@ class KnownValueMethods:
             device_node = _keyword(node, "device") or (positional[0] if positional else None)
             target = self.device_of(device_node)
             if target is None and device_node is not None:
-                if _is_dtype(device_node) or (
+                if _is_dtype(device_node) or self._dtype_from_a_table(device_node) or (
                     type(device_node) is cst.Name
                     and _names_a_dtype(self.state.env.get(device_node.value))
                 ):
