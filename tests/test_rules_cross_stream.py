@@ -756,3 +756,29 @@ def test_an_attribute_bound_to_a_fresh_tensor_is_named_by_the_attribute():
         "SYN101",
     )
     assert finding.message.startswith("`self.pos` is written on the default stream (line 15)")
+
+
+PREFETCHER = """\
+import torch
+
+def batches(loader, side):
+    it = iter(loader)
+    with torch.cuda.stream(side):
+        current = next(it).to("cuda", non_blocking=True)
+    for host in it:
+        with torch.cuda.stream(side):
+            upcoming = host.to("cuda", non_blocking=True)
+        torch.cuda.current_stream().wait_stream(side)
+        yield current
+        current = upcoming
+"""
+
+
+def test_syn102_tensors_yielded_under_one_name_are_one_finding() -> None:
+    # The first batch and the loop's next ones are allocated apart, but handed out by one `yield`
+    # under one name: one missing `record_stream`, named as it is yielded, both allocations related.
+    d = only(PREFETCHER, "SYN102")
+    assert d.span.start.line == 11
+    assert d.message.startswith("`current` is allocated on stream `side` and yielded at line 11")
+    assert "call `current.record_stream(torch.cuda.current_stream())`" in d.message
+    assert related_lines(d) == [6, 9]

@@ -33,16 +33,29 @@ class FreeWithoutRecordStream(Rule):
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         for function in functions(ctx):
+            # Tensors handed out by one `yield`/`return` under one name are one finding: a
+            # prefetcher's first batch and the loop's next ones (`current = next_gpu`), each
+            # allocated apart, are the same missing `record_stream` before that statement.
+            handed: dict[tuple[int, int], list[LifetimeHazard]] = {}
             for hazard in function.lifetime_hazards:
                 if hazard.storage.on_host:
                     continue  # pinned host blocks: copies record their own events (no record_stream on CPU)
+                if hazard.how == "handed-off":
+                    handed.setdefault((id(hazard.release.node), id(hazard.use.node)), []).append(hazard)
+                    continue
                 yield self.report(ctx, hazard)
+            for first, *others in handed.values():
+                yield self.report(ctx, first, others)
 
-    def report(self, ctx: RuleContext, hazard: LifetimeHazard) -> Diagnostic:
+    def report(
+        self, ctx: RuleContext, hazard: LifetimeHazard, others: Iterable[LifetimeHazard] = ()
+    ) -> Diagnostic:
         storage = hazard.storage
         alloc = storage.alloc_stream
         use = hazard.use
         name = storage.label
+        if hazard.how == "handed-off" and hazard.names and is_identifier_path(hazard.names[0]):
+            name = hazard.names[0]  # the name it is handed out by, wherever it was allocated
         release_node = hazard.release.node
         if isinstance(release_node, (cst.Return, cst.Del, cst.Assign, cst.AugAssign, cst.AnnAssign)) or hazard.how != "freed":
             release_line = ctx.line(release_node)
@@ -70,8 +83,10 @@ class FreeWithoutRecordStream(Rule):
         if fix is not None:
             message += f"; {fix.message}"
         related = []
-        if storage.alloc_node is not None:
-            related.append((storage.alloc_node, f"`{name}` allocated on {alloc.label}"))
+        for made in (hazard, *others):
+            if made.storage.alloc_node is not None:
+                label = made.storage.label
+                related.append((made.storage.alloc_node, f"`{label}` allocated on {made.storage.alloc_stream.label}"))
         if hazard.how == "freed":
             related.append((hazard.release.node, f"last reference to `{name}` dies here"))
         data = {
