@@ -106,6 +106,7 @@ def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, st
     bound = bound_key(end.node, parents)
     if (
         subtractions.only_subtracted(bound)
+        or _a_stamp_the_class_subtracts(end.node, bound, parents)
         or subtractions.never_read(bound)
         or subtractions.dead_binding(end.node, bound, parents)
     ):
@@ -120,6 +121,50 @@ def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, st
     return [c for c in earlier if not subtracts_from(c.node, parents)], None
 
 
+def _a_stamp_the_class_subtracts(clock: cst.CSTNode, bound: str | None, parents) -> bool:
+    """Is the reading bound to an attribute (``self.feedback_time = time.time()``) that its class
+    only ever subtracts (``time.time() - self.feedback_time > 1.0`` in a callback), or never reads
+    at all? A freshness stamp: it starts intervals that other methods end, and ends none here."""
+    if bound is None or not bound.startswith("self.") or bound.count(".") != 1:
+        return False
+    node = parents.get(clock)
+    while node is not None and type(node) is not cst.ClassDef:
+        node = parents.get(node)
+    if node is None:
+        return False
+    uses = _AttributeSubtractions(bound)
+    walk(node, uses)
+    never_read = uses.mentions == uses.assigned
+    return (uses.subtracted or never_read) and not uses.subtracted_from
+
+
+class _AttributeSubtractions(cst.CSTVisitor):
+    """Where a class puts ``self.<name>`` in a subtraction (on the right, a start; on the left),
+    and how often it names it at all and as an assignment's target."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.subtracted = False
+        self.subtracted_from = False
+        self.mentions = 0
+        self.assigned = 0
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == self.key[5:] and dotted(node) == self.key:
+            self.mentions += 1
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if dotted(node.target) == self.key:
+            self.assigned += 1
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if type(node.operator) is cst.Subtract:
+            if dotted(node.right) == self.key:
+                self.subtracted = True
+            if dotted(node.left) == self.key:
+                self.subtracted_from = True
+
+
 def _stamped_in_a_slot(clock: cst.CSTNode, parents) -> bool:
     """Is the reading stored into an item at a computed index (``starts[j] = time.time()``)? Not
     at a written-out key (``t["end"] = time.time()``, which may well end an interval)."""
@@ -132,6 +177,44 @@ def _stamped_in_a_slot(clock: cst.CSTNode, parents) -> bool:
         and isinstance(e.slice.value, (cst.SimpleString, cst.Integer, cst.ConcatenatedString))
         for e in target.slice
     )
+
+
+def paced_by_a_spin(clock: cst.CSTNode, since: str | None, parents) -> bool:
+    """Is the reading at ``clock`` preceded, in its block, by a loop that spins until a deadline
+    measured from the same start (``while time.time() - start < dt: time.sleep(1e-5)``)? A
+    control loop keeping its tick rate: the delta is the tick the host paced on purpose, however
+    far the device lags."""
+    if since is None:
+        return False
+    statement = clock
+    while statement is not None and not isinstance(statement, cst.BaseStatement):
+        statement = parents.get(statement)
+    block = parents.get(statement) if statement is not None else None
+    if block is None or not hasattr(block, "body") or not isinstance(block.body, (list, tuple)):
+        return False
+    for sibling in block.body:
+        if sibling is statement:
+            return False
+        if type(sibling) is cst.While and _subtracts(sibling.test, since):
+            return True
+    return False
+
+
+def _subtracts(test: cst.BaseExpression, since: str) -> bool:
+    """Does ``test`` hold a subtraction of ``since`` (``time.time() - start < dt``)?"""
+    found = _SubtractionOf(since)
+    walk(test, found)
+    return found.seen
+
+
+class _SubtractionOf(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.seen = False
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if type(node.operator) is cst.Subtract and dotted(node.right) == self.name:
+            self.seen = True
 
 
 def measures_submission(clock: cst.CSTNode, parents) -> bool:

@@ -38,6 +38,7 @@ from synclint.rules._intervals import (
     compared_to_a_budget,
     Subtractions,
     interval_starts,
+    paced_by_a_spin,
     measures_submission,
     subtracts_from,
 )
@@ -164,8 +165,8 @@ class HostTimerWithoutSync(Rule):
                 starts, since = interval_starts(end, earlier, parents, subtractions)
                 if not starts or measures_submission(end.node, parents):
                     continue
-                if compared_to_a_budget(end.node, parents):
-                    continue  # a deadline, not a measurement
+                if compared_to_a_budget(end.node, parents) or paced_by_a_spin(end.node, since, parents):
+                    continue  # a deadline, or the tick a loop paced on purpose: no measurement
                 start = starts[-1]
                 if since is None and _around_a_loop(start, end) and not subtracts_from(end.node, parents):
                     continue  # a reading paired, by position alone, with the previous iteration's
