@@ -782,3 +782,32 @@ def test_syn102_tensors_yielded_under_one_name_are_one_finding() -> None:
     assert d.message.startswith("`current` is allocated on stream `side` and yielded at line 11")
     assert "call `current.record_stream(torch.cuda.current_stream())`" in d.message
     assert related_lines(d) == [6, 9]
+
+
+def test_syn102_two_tensors_returned_together_are_two_findings() -> None:
+    # `return input, target`: two tensors, each needing its own `record_stream`.
+    source = """\
+    import torch
+
+    class Prefetcher:
+        def __init__(self, loader):
+            self.loader = iter(loader)
+            self.stream = torch.cuda.Stream()
+            self.preload()
+
+        def preload(self):
+            x, y = next(self.loader)
+            with torch.cuda.stream(self.stream):
+                self.next_input = x.cuda(non_blocking=True)
+                self.next_target = y.cuda(non_blocking=True)
+
+        def next(self):
+            torch.cuda.current_stream().wait_stream(self.stream)
+            input = self.next_input
+            target = self.next_target
+            self.preload()
+            return input, target
+    """
+    found = lint(source, "SYN102")
+    assert sorted(d.message.split("`")[1] for d in found) == ["input", "target"]
+    assert {d.span.start.line for d in found} == {20}

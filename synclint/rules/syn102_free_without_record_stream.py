@@ -36,12 +36,13 @@ class FreeWithoutRecordStream(Rule):
             # Tensors handed out by one `yield`/`return` under one name are one finding: a
             # prefetcher's first batch and the loop's next ones (`current = next_gpu`), each
             # allocated apart, are the same missing `record_stream` before that statement.
-            handed: dict[tuple[int, int], list[LifetimeHazard]] = {}
+            handed: dict[tuple[int, int, str], list[LifetimeHazard]] = {}
             for hazard in function.lifetime_hazards:
                 if hazard.storage.on_host:
                     continue  # pinned host blocks: copies record their own events (no record_stream on CPU)
                 if hazard.how == "handed-off":
-                    handed.setdefault((id(hazard.release.node), id(hazard.use.node)), []).append(hazard)
+                    key = (id(hazard.release.node), id(hazard.use.node), _handed_name(hazard))
+                    handed.setdefault(key, []).append(hazard)
                     continue
                 yield self.report(ctx, hazard)
             for first, *others in handed.values():
@@ -53,9 +54,7 @@ class FreeWithoutRecordStream(Rule):
         storage = hazard.storage
         alloc = storage.alloc_stream
         use = hazard.use
-        name = storage.label
-        if hazard.how == "handed-off" and hazard.names and is_identifier_path(hazard.names[0]):
-            name = hazard.names[0]  # the name it is handed out by, wherever it was allocated
+        name = _handed_name(hazard) if hazard.how == "handed-off" else storage.label
         release_node = hazard.release.node
         if isinstance(release_node, (cst.Return, cst.Del, cst.Assign, cst.AugAssign, cst.AnnAssign)) or hazard.how != "freed":
             release_line = ctx.line(release_node)
@@ -121,3 +120,11 @@ class FreeWithoutRecordStream(Rule):
             return None
         text = f"{name}.record_stream({target})"
         return ctx.insert_before_statement(release, text, f"call `{text}` before line {ctx.line(release)}", Applicability.UNSAFE)
+
+
+def _handed_name(hazard: LifetimeHazard) -> str:
+    """The name a tensor is handed out by where it is (``current`` in ``yield current``, wherever
+    it was allocated), else the name it was allocated under."""
+    if hazard.names and is_identifier_path(hazard.names[0]):
+        return hazard.names[0]
+    return hazard.storage.label
