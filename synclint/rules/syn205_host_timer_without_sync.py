@@ -172,7 +172,9 @@ class HostTimerWithoutSync(Rule):
                     continue  # a reading paired, by position alone, with the previous iteration's
                 work = [
                     w for w in unseen_cuda_work(function, start.index, end, parents)
-                    if not _a_probe(w) and not _exclusive(w.node, end.node, parents)
+                    if not _a_probe(w)
+                    and not _converts_a_blocking_upload(function, w)
+                    and not _exclusive(w.node, end.node, parents)
                 ]
                 if work:
                     work = [
@@ -600,6 +602,39 @@ def _a_probe(work) -> bool:
     for size in shape:
         elements *= int(size.evaluated_value)
     return elements <= _PROBE_ELEMENTS
+
+
+#: Methods that convert a tensor element by element, or copy it whole, on its device.
+_CONVERSIONS = frozenset({
+    "float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "to", "type",
+    "clone", "contiguous",
+})
+
+
+def _converts_a_blocking_upload(function, work, depth: int = 0) -> bool:
+    """Is ``work`` a conversion (``.float()``, ``.clone()``, ``.contiguous()``) of a tensor the
+    host uploaded with a blocking copy, or of another such conversion? It touches each element
+    once, at the device's bandwidth, far above the link's: a small part of the copy the host
+    already waited for, too short to make a delta misleading (vggsfm's
+    ``torch.from_numpy(K).to(device).float().clone()`` after a bundle adjustment on the host)."""
+    call = work.node
+    if (
+        depth > 4
+        or type(call) is not cst.Call
+        or type(call.func) is not cst.Attribute
+        or call.func.attr.value not in _CONVERSIONS
+        or len(work.reads) != 1
+    ):
+        return False
+    read = work.reads[0]
+    writers = [op for op in function.ops if op.index < work.index and any(w is read for w in op.writes)]
+    source = writers[-1] if writers else None
+    if source is None:
+        return False
+    copy = source.copy
+    if copy is not None and copy.direction == "h2d":
+        return not copy.non_blocking
+    return _converts_a_blocking_upload(function, source, depth + 1)
 
 
 def _literal_elements(value: cst.BaseExpression) -> int | None:
