@@ -29,6 +29,7 @@ from synclint.cstwalk import source_order
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
 from synclint.model.bindings import ElementOf, ReturnOf, Scope
+from synclint.model.call_args import is_dtype_name
 from synclint.model.file_facts import ancestors, parent_map, whole_ast
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
 from synclint.model.resolver import dotted
@@ -606,7 +607,7 @@ def _a_probe(work) -> bool:
 
 #: Methods that convert a tensor element by element, or copy it whole, on its device.
 _CONVERSIONS = frozenset({
-    "float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "to", "type",
+    "float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "to",
     "clone", "contiguous",
 })
 
@@ -624,6 +625,7 @@ def _converts_a_blocking_upload(function, work, depth: int = 0) -> bool:
         or type(call.func) is not cst.Attribute
         or call.func.attr.value not in _CONVERSIONS
         or len(work.reads) != 1
+        or (call.func.attr.value == "to" and not _to_a_dtype(call))
     ):
         return False
     read = work.reads[0]
@@ -635,6 +637,20 @@ def _converts_a_blocking_upload(function, work, depth: int = 0) -> bool:
     if copy is not None and copy.direction == "h2d":
         return not copy.non_blocking
     return _converts_a_blocking_upload(function, source, depth + 1)
+
+
+def _to_a_dtype(call: cst.Call) -> bool:
+    """``.to(torch.float16)``, ``.to(x.dtype)``, ``.to(dtype=...)``: a conversion, not a move to
+    another device (``.to(f"cuda:{peer}")`` copies across GPUs, and the host does not wait)."""
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value != "dtype":
+                return False
+            continue
+        text = dotted(arg.value) or ""
+        if not (is_dtype_name(text) or text.endswith(".dtype")):
+            return False
+    return bool(call.args)
 
 
 def _literal_elements(value: cst.BaseExpression) -> int | None:
