@@ -132,25 +132,27 @@ def _a_stamp_the_class_subtracts(clock: cst.CSTNode, bound: str | None, parents)
         node = parents.get(node)
     if node is None:
         return False
-    uses = _AttributeSubtractions(bound)
+    uses = _UsesOf(bound)
     walk(node, uses)
     never_read = uses.mentions == uses.assigned
     return (uses.subtracted or never_read) and not uses.subtracted_from
 
 
-class _AttributeSubtractions(cst.CSTVisitor):
-    """Where a class puts ``self.<name>`` in a subtraction (on the right, a start; on the left),
-    and how often it names it at all and as an assignment's target."""
+class _UsesOf(cst.CSTVisitor):
+    """Where code puts a dotted name (``start``, ``self.feedback_time``) in a subtraction (on the
+    right, a start; on the left), and how often it names an attribute at all and as an
+    assignment's target."""
 
     def __init__(self, key: str) -> None:
         self.key = key
+        self._last = key.rsplit(".", 1)[-1]
         self.subtracted = False
         self.subtracted_from = False
         self.mentions = 0
         self.assigned = 0
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == self.key[5:] and dotted(node) == self.key:
+        if node.attr.value == self._last and dotted(node) == self.key:
             self.mentions += 1
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
@@ -202,19 +204,9 @@ def paced_by_a_spin(clock: cst.CSTNode, since: str | None, parents) -> bool:
 
 def _subtracts(test: cst.BaseExpression, since: str) -> bool:
     """Does ``test`` hold a subtraction of ``since`` (``time.time() - start < dt``)?"""
-    found = _SubtractionOf(since)
+    found = _UsesOf(since)
     walk(test, found)
-    return found.seen
-
-
-class _SubtractionOf(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.seen = False
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if type(node.operator) is cst.Subtract and dotted(node.right) == self.name:
-            self.seen = True
+    return found.subtracted
 
 
 def measures_submission(clock: cst.CSTNode, parents) -> bool:
