@@ -711,9 +711,21 @@ class CallSemantics:
             # Handed only what is not known to be a tensor (`rank=rank`, `group_id=0`): a lookup.
             return self._got_from_a_store(node, hint)
         if storages:
-            opaque = is_opaque_method(method)
+            opaque = is_opaque_method(method) and not self._calls_a_held_module(func, method)
             return self._unknown_result_after_handed_work(values, node, storages, hint, opaque)
         return None
+
+    def _calls_a_held_module(self, func: cst.Attribute, method: str) -> bool:
+        """``self.loss(vecs, y)``, ``self.model(x)``: the class assigns ``self.<method>`` and has no
+        such method, so the call runs the module or function an attribute holds, as ``model(x)``
+        does on a name (launches work and returns), unless its name says it runs a whole loop."""
+        return (
+            type(func.value) is cst.Name
+            and func.value.value == "self"
+            and method in (self.i.assigned_attributes or {})
+            and method not in self.i.class_methods
+            and not runs_a_loop(method)
+        )
 
     def _got_from_a_store(self, node: cst.Call, hint: Optional[str]):
         """``flat = self._store.get_flatten_grad()``: what a getter of another object hands back
