@@ -262,6 +262,21 @@ def _names_the_device(node: cst.BaseExpression) -> bool:
     return name is not None and name.rsplit(".", 1)[-1].lower().endswith("device")
 
 
+def tests_for_the_gpu(test: cst.BaseExpression) -> bool:
+    """:func:`chooses_the_gpu`, or ``device == "cuda"`` on a name that says device: where such a
+    test is false, the program's device is not the GPU (its ``else`` arm runs on the host)."""
+    if chooses_the_gpu(test):
+        return True
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    return (
+        type(target.operator) is cst.Equal
+        and _string(target.comparator) == "cuda"
+        and _names_the_device(test.left)
+    )
+
+
 def chooses_the_gpu(test: cst.BaseExpression) -> bool:
     """Is ``test`` the program's choice of the GPU, so that where it is false nothing runs on a
     device? A flag named for it (``if args.use_cuda:``, ``if use_gpu:``, a variable ``is_cuda``),
