@@ -193,7 +193,8 @@ _DTYPES = frozenset({
 })
 
 
-def _is_dtype(node: cst.BaseExpression) -> bool:
+def is_dtype_expression(node: cst.BaseExpression) -> bool:
+    """``torch.float16`` (a ``torch`` dtype by name) or ``x.dtype``."""
     text = dotted(node) or ""
     return is_dtype_name(text) or text.endswith(".dtype")
 

@@ -879,22 +879,22 @@ class CallSemantics:
             )
         return self.i.model_code(device_node) != gpu
 
+    def _device_argument(self, node: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+        """What a device argument names: ``where`` for ``torch.device(where)``, else itself."""
+        if type(node) is cst.Call and self.callee_name(node.func) == "torch.device":
+            args = _positional(node)
+            return args[0] if args else None
+        return node
+
     def device_text(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
         """The device a device argument writes out (``"cuda:0"``, ``torch.device("xla")``)."""
-        if type(node) is cst.Call and self.callee_name(node.func) == "torch.device":
-            args = _positional(node)
-            node = args[0] if args else None
-        return _string(node)
+        return _string(self._device_argument(node))
 
-    def kind_written_out(self, node: cst.BaseExpression) -> Optional[str]:
+    def kind_written_out(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
         """"cpu" or "cuda" for a device written out, even when built at run time
         (``"cuda:{}".format(gpu)``, ``torch.device(f"cuda:{rank}")``); None for another."""
-        if type(node) is cst.Call and self.callee_name(node.func) == "torch.device":
-            args = _positional(node)
-            if not args:
-                return None
-            node = args[0]
-        text = leading_text(node)
+        node = self._device_argument(node)
+        text = leading_text(node) if node is not None else None
         return _device_kind(text) if text is not None else None
 
     def device_of(self, node: Optional[cst.BaseExpression]) -> Optional[str]:
@@ -908,10 +908,7 @@ class CallSemantics:
             # `@property def device(self): return "cpu"` (a :func:`simple_property`).
             method = self.i.class_methods.get(node.attr.value)
             returned = property_value(method) if method is not None else None
-            text = self.device_text(returned) if returned is not None else None
-            if text is not None:
-                return _device_kind(text)
-            kind = self._attribute_device(node.attr.value)
+            kind = self.kind_written_out(returned) or self._attribute_device(node.attr.value)
             if kind is not None:
                 return kind
         if type(node) is cst.Attribute and node.attr.value == "device":
@@ -944,9 +941,7 @@ class CallSemantics:
         if self.i.inline_stack and depth == 0:
             # A helper's parameter walked at a call site: the device the call writes out for it,
             # or its default (`def _inputs(self, n=64, device="cpu")` called as `_inputs(n=512)`).
-            given = self.i.inline_arguments[-1].get(name)
-            text = self.device_text(given) if given is not None else None
-            return _device_kind(text) if text is not None else None
+            return self.kind_written_out(self.i.inline_arguments[-1].get(name))
         if name in self.i.params or self.i.inline_stack:
             return None
         held = self.state.env.get(name, _NOT_BOUND)
@@ -967,9 +962,7 @@ class CallSemantics:
         kind = self.kind_written_out(value)
         if kind is not None:
             return kind
-        if type(value) is cst.Call and self.callee_name(value.func) == "torch.device":
-            args = _positional(value)
-            value = args[0] if args else None
+        value = self._device_argument(value)
         if type(value) is cst.Name and depth < 2:
             return self._written_device(value.value, depth + 1)
         return None

@@ -18,7 +18,7 @@ import libcst as cst
 
 from synclint.cstwalk import source_order, walk
 from synclint.model import FunctionModel, Op, OpKind, api
-from synclint.model.call_args import chooses_the_gpu
+from synclint.model.call_args import chooses_the_gpu, tests_for_the_gpu
 from synclint.model.resolver import dotted, tested_set
 
 DEVICE_WORK = (OpKind.ACCESS, OpKind.COPY, OpKind.COLLECTIVE)
@@ -301,12 +301,27 @@ def unseen_cuda_work(
     ]
     if parents is None or not unseen:
         return unseen
+    # Work in the `else` arm of a test for the GPU runs where the device is not the GPU.
+    unseen = [op for op in unseen if not _on_the_host_arm(op.node, parents)]
     syncs = [op for op in between if op.kind == OpKind.HOST_SYNC]
     return [
         op for op in unseen
         if not any(_synchronizes(s, op, parents) for s in syncs)
         and not _every_arm_synchronizes(op, syncs, parents)
     ]
+
+
+def _on_the_host_arm(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    """Is ``node`` in the ``else`` arm of a test for the GPU (``if device == "cuda": ... else:``,
+    ``if self.device.type == "cuda":``)? There the program's device is not the GPU, so work a
+    guess put on it (an upload to a device parameter) runs on the host: the counterpart of
+    :func:`_runs_wherever_there_is_a_device`."""
+    child, current = node, parents.get(node)
+    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
+        if type(current) is cst.If and child is current.orelse and tests_for_the_gpu(current.test):
+            return True
+        child, current = current, parents.get(current)
+    return False
 
 
 def _synchronizes(sync: Op, work: Op, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:

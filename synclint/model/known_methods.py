@@ -13,10 +13,10 @@ from synclint.model import api
 from synclint.model.call_args import (
     _COMMON_TENSOR_METHODS,
     _direction,
-    _is_dtype,
     _keyword,
     _may_be_true,
     _positional,
+    is_dtype_expression,
     is_dtype_name,
     mark_host,
 )
@@ -344,7 +344,7 @@ class KnownValueMethods:
         return bool(tables) and all(
             type(table) is cst.Dict
             and bool(table.elements)
-            and all(type(e) is cst.DictElement and _is_dtype(e.value) for e in table.elements)
+            and all(type(e) is cst.DictElement and is_dtype_expression(e.value) for e in table.elements)
             for table in tables
         )
 
@@ -367,7 +367,7 @@ class KnownValueMethods:
             device_node = _keyword(node, "device") or (positional[0] if positional else None)
             target = self.device_of(device_node)
             if target is None and device_node is not None:
-                if _is_dtype(device_node) or self._dtype_from_a_table(device_node) or (
+                if is_dtype_expression(device_node) or self._dtype_from_a_table(device_node) or (
                     type(device_node) is cst.Name
                     and _names_a_dtype(self.state.env.get(device_node.value))
                 ):

@@ -106,7 +106,7 @@ def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, st
     bound = bound_key(end.node, parents)
     if (
         subtractions.only_subtracted(bound)
-        or _a_stamp_the_class_subtracts(end.node, bound, parents)
+        or subtractions.a_stamp_of_the_class(end.node, bound, parents)
         or subtractions.never_read(bound)
         or subtractions.dead_binding(end.node, bound, parents)
     ):
@@ -119,23 +119,6 @@ def interval_starts(end, earlier: list, parents, subtractions) -> tuple[list, st
         return [c for c in earlier if bound_key(c.node, parents) == since], since
     # The end of one delta (`time.time() - t0`) is no start of another.
     return [c for c in earlier if not subtracts_from(c.node, parents)], None
-
-
-def _a_stamp_the_class_subtracts(clock: cst.CSTNode, bound: str | None, parents) -> bool:
-    """Is the reading bound to an attribute (``self.feedback_time = time.time()``) that its class
-    only ever subtracts (``time.time() - self.feedback_time > 1.0`` in a callback), or never reads
-    at all? A freshness stamp: it starts intervals that other methods end, and ends none here."""
-    if bound is None or not bound.startswith("self.") or bound.count(".") != 1:
-        return False
-    node = parents.get(clock)
-    while node is not None and type(node) is not cst.ClassDef:
-        node = parents.get(node)
-    if node is None:
-        return False
-    uses = _UsesOf(bound)
-    walk(node, uses)
-    never_read = uses.mentions == uses.assigned
-    return (uses.subtracted or never_read) and not uses.subtracted_from
 
 
 class _UsesOf(cst.CSTVisitor):
@@ -293,6 +276,7 @@ class Subtractions(cst.CSTVisitor):
         #: The scope walked (set by :meth:`of`), and per name the liveness of its bindings there.
         self.scope: cst.CSTNode | None = None
         self._liveness: dict[str, dict | None] = {}
+        self._stamps: dict[str, bool] = {}
 
     @classmethod
     def of(cls, scope: cst.CSTNode) -> "Subtractions":
@@ -300,6 +284,26 @@ class Subtractions(cst.CSTVisitor):
         walk(scope, found)
         found.scope = scope
         return found
+
+    def a_stamp_of_the_class(self, clock: cst.CSTNode, bound: str | None, parents) -> bool:
+        """Is the reading bound to an attribute (``self.feedback_time = time.time()``) that its
+        class only ever subtracts (``time.time() - self.feedback_time > 1.0`` in a callback), or
+        never reads at all? A freshness stamp: it starts intervals that other methods end, and
+        ends none here. (One walk of the class per attribute.)"""
+        if bound is None or not bound.startswith("self.") or bound.count(".") != 1:
+            return False
+        if bound not in self._stamps:
+            node = parents.get(clock)
+            while node is not None and type(node) is not cst.ClassDef:
+                node = parents.get(node)
+            uses = _UsesOf(bound)
+            if node is not None:
+                walk(node, uses)
+            never_read = uses.mentions == uses.assigned
+            self._stamps[bound] = (
+                node is not None and (uses.subtracted or never_read) and not uses.subtracted_from
+            )
+        return self._stamps[bound]
 
     def dead_binding(self, clock: cst.CSTNode, name: str | None, parents) -> bool:
         """Is the reading at ``clock`` bound to a local ``name`` that is bound again before anything

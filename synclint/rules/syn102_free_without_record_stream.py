@@ -125,6 +125,4 @@ class FreeWithoutRecordStream(Rule):
 def _handed_name(hazard: LifetimeHazard) -> str:
     """The name a tensor is handed out by where it is (``current`` in ``yield current``, wherever
     it was allocated), else the name it was allocated under."""
-    if hazard.names and is_identifier_path(hazard.names[0]):
-        return hazard.names[0]
-    return hazard.storage.label
+    return next((n for n in hazard.names if is_identifier_path(n)), hazard.storage.label)

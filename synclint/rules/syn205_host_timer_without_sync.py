@@ -29,7 +29,7 @@ from synclint.cstwalk import source_order
 from synclint.diagnostics import Applicability, Diagnostic, Fix
 from synclint.model import OpKind
 from synclint.model.bindings import ElementOf, ReturnOf, Scope
-from synclint.model.call_args import is_dtype_name, tests_for_the_gpu
+from synclint.model.call_args import is_dtype_expression
 from synclint.model.file_facts import ancestors, parent_map, whole_ast
 from synclint.model.host_queries import dominates, unseen_cuda_work, waits_for
 from synclint.model.resolver import dotted
@@ -175,7 +175,6 @@ class HostTimerWithoutSync(Rule):
                     w for w in unseen_cuda_work(function, start.index, end, parents)
                     if not _a_probe(w)
                     and not _converts_a_blocking_upload(function, w)
-                    and not _on_the_host_arm(w.node, parents)
                     and not _exclusive(w.node, end.node, parents)
                 ]
                 if work:
@@ -648,8 +647,7 @@ def _to_a_dtype(call: cst.Call) -> bool:
             if arg.keyword.value != "dtype":
                 return False
             continue
-        text = dotted(arg.value) or ""
-        if not (is_dtype_name(text) or text.endswith(".dtype")):
+        if not is_dtype_expression(arg.value):
             return False
     return bool(call.args)
 
@@ -674,18 +672,6 @@ def _literal_elements(value: cst.BaseExpression) -> int | None:
             total += inner
         return total if total <= _PROBE_ELEMENTS else None
     return None
-
-
-def _on_the_host_arm(node: cst.CSTNode, parents) -> bool:
-    """Is ``node`` in the ``else`` arm of a test for the GPU (``if device == "cuda": ... else:``,
-    ``if self.device.type == "cuda":``)? There the program's device is not the GPU, so work a
-    guess put there (an upload to a device parameter) runs on the host."""
-    child, current = node, parents.get(node)
-    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
-        if type(current) is cst.If and child is current.orelse and tests_for_the_gpu(current.test):
-            return True
-        child, current = current, parents.get(current)
-    return False
 
 
 def _exclusive(a: cst.CSTNode, b: cst.CSTNode, parents) -> bool:
